@@ -1,0 +1,85 @@
+"""Argument types and the parser class shared by the commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_INFEASIBLE = 3
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``relsim: error: ...`` on stderr and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _type(name: str, convert, check, allowed: str):
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isnan(value):
+        raise ValueError(text)
+    return value
+
+
+positive_int = _type("positive_int", int, lambda v: v >= 1, "an integer >= 1")
+nonnegative_int = _type("nonnegative_int", int, lambda v: v >= 0, "an integer >= 0")
+probability = _type("probability", _finite_float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+open_probability = _type(
+    "open_probability", _finite_float, lambda v: 0.0 < v < 1.0, "a number in (0, 1)"
+)
+target = _type("target", _finite_float, lambda v: 0.0 < v <= 1.0, "a number in (0, 1]")
+positive_float = _type("positive_float", _finite_float, lambda v: v > 0, "a number > 0")
+nonnegative_float = _type("nonnegative_float", _finite_float, lambda v: v >= 0, "a number >= 0")
+
+
+def int_list(text: str) -> list[int]:
+    """A comma-separated list of integers >= 1, like ``1,3,5``."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of integers >= 1, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of integers >= 1, got {text!r}"
+        )
+    return values
+
+
+def jsonable(value: Any) -> Any:
+    """Replace non-finite floats with None (JSON has no infinity) and numpy scalars with Python."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(jsonable(obj), indent=2, allow_nan=False))
