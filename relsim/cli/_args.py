@@ -21,7 +21,9 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _type(name: str, convert, check, allowed: str):
+def ranged(name: str, convert, check, allowed: str):
+    """An argparse type: ``convert`` the text, then require ``check``; errors say ``allowed``."""
+
     def parse(text: str) -> Any:
         try:
             value = convert(text)
@@ -35,22 +37,24 @@ def _type(name: str, convert, check, allowed: str):
     return parse
 
 
-def _finite_float(text: str) -> float:
+def finite_float_value(text: str) -> float:
+    """``float(text)``, refusing NaN."""
     value = float(text)
     if math.isnan(value):
         raise ValueError(text)
     return value
 
 
-positive_int = _type("positive_int", int, lambda v: v >= 1, "an integer >= 1")
-nonnegative_int = _type("nonnegative_int", int, lambda v: v >= 0, "an integer >= 0")
-probability = _type("probability", _finite_float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
-open_probability = _type(
-    "open_probability", _finite_float, lambda v: 0.0 < v < 1.0, "a number in (0, 1)"
+positive_int = ranged("positive_int", int, lambda v: v >= 1, "an integer >= 1")
+nonnegative_int = ranged("nonnegative_int", int, lambda v: v >= 0, "an integer >= 0")
+probability = ranged("probability", finite_float_value, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+open_probability = ranged(
+    "open_probability", finite_float_value, lambda v: 0.0 < v < 1.0, "a number in (0, 1)"
 )
-target = _type("target", _finite_float, lambda v: 0.0 < v <= 1.0, "a number in (0, 1]")
-positive_float = _type("positive_float", _finite_float, lambda v: v > 0, "a number > 0")
-nonnegative_float = _type("nonnegative_float", _finite_float, lambda v: v >= 0, "a number >= 0")
+target = ranged("target", finite_float_value, lambda v: 0.0 < v <= 1.0, "a number in (0, 1]")
+positive_float = ranged("positive_float", finite_float_value, lambda v: v > 0, "a number > 0")
+nonnegative_float = ranged("nonnegative_float", finite_float_value, lambda v: v >= 0, "a number >= 0")
+finite_float = ranged("finite_float", finite_float_value, math.isfinite, "a finite number")
 
 
 def int_list(text: str) -> list[int]:

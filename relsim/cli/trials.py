@@ -1,0 +1,306 @@
+"""``relsim analyze``, ``relsim compare`` and ``relsim power``: statistics of real trial data.
+
+A thin layer over :mod:`relsim.evalstats` (imported when a command runs, so building the
+parser stays light). Warnings about the data go to stderr as ``relsim: warning: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from relsim.cli import _args
+from relsim.cli._args import (
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    finite_float,
+    int_list,
+    nonnegative_float,
+    nonnegative_int,
+    open_probability,
+    positive_int,
+    print_json,
+    probability,
+    target,
+)
+
+nonzero_float = _args.ranged(
+    "nonzero_float",
+    _args.finite_float_value,
+    lambda v: v != 0 and -1 <= v <= 1,
+    "a nonzero number in [-1, 1]",
+)
+
+_INPUT_HELP = (
+    "CSV or JSONL (.jsonl), one row per trial: columns task, trial, success (0/1 or "
+    "true/false), optional cost, steps"
+)
+
+
+def add_parser(subparsers) -> None:
+    analyze = subparsers.add_parser(
+        "analyze",
+        help="success, pass@k and pass^k of real trials, with clustered error bars",
+        description=(
+            "Success rate (mean over tasks, clustered standard error, t interval), pass@k and "
+            "pass^k (mean over tasks with at least k trials of the unbiased per-task "
+            "estimators, cluster-bootstrap BCa intervals), cost per success, and the "
+            "per-step success implied by a steps column with what `relsim solve` plans from it."
+        ),
+    )
+    analyze.add_argument("trials", metavar="TRIALS", help=_INPUT_HELP)
+    analyze.add_argument(
+        "--k",
+        type=int_list,
+        default=None,
+        metavar="K[,K...]",
+        help="k for pass@k and pass^k (default 1,3,5, those not above the most trials of a task)",
+    )
+    analyze.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="bootstrap seed (default 0)"
+    )
+    analyze.add_argument(
+        "--replicates",
+        type=positive_int,
+        default=None,
+        metavar="B",
+        help="cluster-bootstrap replicates (default 2000)",
+    )
+    analyze.add_argument(
+        "--interval",
+        choices=("bca", "percentile"),
+        default="bca",
+        help="bootstrap interval: bias-corrected and accelerated (default) or percentile",
+    )
+    analyze.add_argument(
+        "--threshold",
+        type=finite_float,
+        default=None,
+        help="success is a numeric score; a trial succeeds when score >= THRESHOLD",
+    )
+    analyze.add_argument(
+        "--target",
+        type=target,
+        default=0.95,
+        help="end-to-end target for the plan drawn from a steps column (default 0.95)",
+    )
+    analyze.add_argument("--json", action="store_true", help="print one JSON object")
+    analyze.set_defaults(run=run_analyze)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="paired comparison of two evals on their shared tasks",
+        description=(
+            "Paired per-task comparison of success rates on the tasks both files share: "
+            "difference (candidate - baseline), its standard error, t interval and two-sided "
+            "paired t-test p-value."
+        ),
+    )
+    compare.add_argument("baseline", metavar="BASELINE", help=_INPUT_HELP)
+    compare.add_argument("candidate", metavar="CANDIDATE", help="same format as BASELINE")
+    compare.add_argument(
+        "--threshold",
+        type=finite_float,
+        default=None,
+        help="success is a numeric score; a trial succeeds when score >= THRESHOLD",
+    )
+    compare.add_argument("--json", action="store_true", help="print one JSON object")
+    compare.set_defaults(run=run_compare)
+
+    power = subparsers.add_parser(
+        "power",
+        help="tasks needed to detect a difference, or the smallest detectable one",
+        description=(
+            "tasks = ceil((z(1-alpha/2) + z(power))^2 * (W^2 + (P(1-P) + Q(1-Q))/K) / D^2), "
+            "Q = P + D. Assumes a paired design (both systems on the same tasks, K trials "
+            "each), independent tasks, binomial trials at rate P or Q on every task (tasks of "
+            "unequal difficulty make this conservative), W the sd of the true per-task "
+            "differences, and the normal approximation to the two-sided paired test. With "
+            "--tasks instead of --delta: the minimum detectable gain (mde)."
+        ),
+    )
+    effect = power.add_mutually_exclusive_group(required=True)
+    effect.add_argument("--delta", type=nonzero_float, help="difference to detect, D = Q - P")
+    effect.add_argument("--tasks", type=positive_int, help="tasks available: report the mde")
+    power.add_argument("--baseline", type=probability, required=True, help="baseline success P")
+    power.add_argument(
+        "--trials-per-task",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="trials per task (default 1)",
+    )
+    power.add_argument(
+        "--alpha", type=open_probability, default=0.05, help="test level (default 0.05)"
+    )
+    power.add_argument("--power", type=open_probability, default=0.8, help="power (default 0.8)")
+    power.add_argument(
+        "--difference-sd",
+        type=nonnegative_float,
+        default=0.0,
+        metavar="W",
+        help="sd of the true per-task differences (default 0)",
+    )
+    power.add_argument("--json", action="store_true", help="print one JSON object")
+    power.set_defaults(run=run_power)
+
+
+def _warn(messages) -> None:
+    for message in messages:
+        print(f"relsim: warning: {message}", file=sys.stderr)
+
+
+def _quietly(function, *args, **kwargs):
+    """Call ``function`` with the API's TrialDataWarning silenced: the result carries the
+    same messages, which the command prints itself."""
+    import warnings
+
+    from relsim.evalstats import TrialDataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrialDataWarning)
+        return function(*args, **kwargs)
+
+
+def _interval(low, high) -> str:
+    if low is None or high is None:
+        return "[n/a]"
+    return f"[{low:.4f}, {high:.4f}]"
+
+
+def _value(value, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    from relsim import evalstats
+
+    replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
+    result = _quietly(
+        evalstats.analyze,
+        args.trials,
+        args.k,
+        threshold=args.threshold,
+        seed=args.seed,
+        replicates=replicates,
+        interval=args.interval,
+        target=args.target,
+    )
+    _warn(result.warnings)
+    out = result.to_dict()
+    if args.json:
+        print_json(out)
+        return EXIT_OK
+
+    success = out["success"]
+    print(f"{args.trials}: {out['tasks']} tasks, {out['trials']} trials")
+    print(
+        f"success      {_value(success['mean'])}  se {_value(success['se'])}  "
+        f"95% CI {_interval(*success['ci'])}   (mean over tasks, clustered se, t interval)"
+    )
+    print(f"{'':12} {'estimate':>8}  {'95% CI':<18}  excluded tasks")
+    for metric, label in (("pass_at_k", "pass@"), ("pass_hat_k", "pass^")):
+        for k, row in out[metric].items():
+            print(
+                f"{label + k:<12} {_value(row['estimate']):>8}  {_interval(*row['ci']):<18}  "
+                f"{row['excluded_tasks']}"
+            )
+    if result.cost_per_success is not None:
+        cost = out["cost_per_success"]
+        print(f"cost per success  {'infinite (no success)' if cost is None else f'{cost:.6g}'}")
+    if result.steps is not None:
+        steps, plan = out["steps"], out["steps"]["plan"]
+        print(
+            f"steps        mean {steps['mean']:.4g}; implied per-step success "
+            f"{_value(steps['per_step_success'], 6)} = success^(1/mean steps)"
+        )
+        if plan["feasible"]:
+            outcome = (
+                f"{plan['retries']} retr{'y' if plan['retries'] == 1 else 'ies'} per step "
+                f"(perfect verifier) reach {plan['success']:.6f} >= {plan['target']:g}"
+            )
+        else:
+            outcome = f"no retry budget reaches {plan['target']:g}"
+        print(f"plan         {plan['command']}: {outcome}")
+    boot = out["bootstrap"]
+    print(
+        f"pass@k/pass^k intervals: cluster bootstrap over tasks ({boot['interval']}), "
+        f"{boot['replicates']} replicates, seed {boot['seed']}"
+    )
+    return EXIT_OK
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from relsim import evalstats
+
+    result = _quietly(evalstats.compare, args.baseline, args.candidate, threshold=args.threshold)
+    _warn(result.warnings)
+    out = result.to_dict()
+    if args.json:
+        print_json(out)
+        return EXIT_OK
+    print(f"{out['tasks']} shared tasks (paired per-task success rates)")
+    print(f"baseline     {out['baseline']:.4f}  ({args.baseline})")
+    print(f"candidate    {out['candidate']:.4f}  ({args.candidate})")
+    print(
+        f"difference   {out['difference']:+.4f}  se {out['se']:.4f}  "
+        f"95% CI {_interval(*out['ci'])}  p = {out['p_value']:.4g} (paired t-test)"
+    )
+    return EXIT_OK
+
+
+def run_power(args: argparse.Namespace) -> int:
+    from relsim import evalstats
+
+    common = dict(
+        trials_per_task=args.trials_per_task,
+        alpha=args.alpha,
+        power=args.power,
+        difference_sd=args.difference_sd,
+    )
+    settings = {
+        "baseline": args.baseline,
+        "trials_per_task": args.trials_per_task,
+        "alpha": args.alpha,
+        "power": args.power,
+        "difference_sd": args.difference_sd,
+    }
+    if args.delta is not None:
+        tasks = evalstats.tasks_needed(args.delta, args.baseline, **common)
+        out = {
+            "tasks": tasks,
+            "delta": args.delta,
+            "candidate": args.baseline + args.delta,
+            **settings,
+        }
+        if args.json:
+            print_json(out)
+        else:
+            print(
+                f"{tasks} tasks to detect {args.baseline:g} -> {args.baseline + args.delta:g} "
+                f"(delta {args.delta:+g}) with power {args.power:g} at alpha {args.alpha:g}, "
+                f"{args.trials_per_task} trial(s) per task"
+            )
+        return EXIT_OK
+
+    mde = evalstats.minimum_detectable_effect(args.tasks, args.baseline, **common)
+    out = {
+        "mde": mde,
+        "tasks": args.tasks,
+        "candidate": None if mde is None else args.baseline + mde,
+        **settings,
+    }
+    if args.json:
+        print_json(out)
+    elif mde is None:
+        print(
+            f"no gain over {args.baseline:g} (up to 1) is detectable with {args.tasks} tasks at "
+            f"power {args.power:g}, alpha {args.alpha:g}"
+        )
+    else:
+        print(
+            f"minimum detectable gain with {args.tasks} tasks: {mde:.4f} "
+            f"({args.baseline:g} -> {args.baseline + mde:.4f}) with power {args.power:g} at "
+            f"alpha {args.alpha:g}, {args.trials_per_task} trial(s) per task"
+        )
+    return EXIT_OK if mde is not None else EXIT_INFEASIBLE

@@ -1,0 +1,328 @@
+"""``relsim analyze``, ``compare`` and ``power``: exit codes, JSON shapes, stderr warnings."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from relsim.cli import main
+
+
+def write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def csv_of(outcomes, cost=None, steps=None):
+    header = (
+        "task,trial,success"
+        + (",cost" if cost is not None else "")
+        + (",steps" if steps is not None else "")
+    )
+    rows = [header]
+    for task, results in outcomes.items():
+        for j, success in enumerate(results):
+            row = f"{task},{j + 1},{success}"
+            if cost is not None:
+                row += f",{cost}"
+            if steps is not None:
+                row += f",{steps}"
+            rows.append(row)
+    return "\n".join(rows) + "\n"
+
+
+EQUAL = {"a": [1, 0, 1, 1], "b": [0, 0, 1, 0], "c": [1, 1, 1, 1], "d": [0, 0, 0, 0]}
+
+
+def test_analyze_json_shape_and_values(tmp_path, capsys):
+    path = write(tmp_path / "t.csv", csv_of(EQUAL))
+    code, out, err = run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--json")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    assert set(result) == {
+        "tasks",
+        "trials",
+        "success",
+        "pass_at_k",
+        "pass_hat_k",
+        "cost_per_success",
+        "bootstrap",
+    }
+    assert result["tasks"] == 4 and result["trials"] == 16
+    assert set(result["success"]) == {"mean", "se", "ci"}
+    assert result["success"]["mean"] == pytest.approx((0.75 + 0.25 + 1 + 0) / 4)
+    for metric in ("pass_at_k", "pass_hat_k"):
+        assert list(result[metric]) == ["1", "2", "4"]
+        for row in result[metric].values():
+            assert set(row) == {"estimate", "ci", "excluded_tasks"}
+            assert row["ci"][0] <= row["estimate"] <= row["ci"][1]
+            assert row["excluded_tasks"] == 0
+    # pass^4: only task c succeeds every time; pass@4: every task but d has a success
+    assert result["pass_hat_k"]["4"]["estimate"] == pytest.approx(0.25)
+    assert result["pass_at_k"]["4"]["estimate"] == pytest.approx(0.75)
+    assert result["cost_per_success"] is None
+    assert result["bootstrap"] == {
+        "replicates": 2000,
+        "seed": 3,
+        "confidence": 0.95,
+        "interval": "bca",
+    }
+    # the same seed gives the same output
+    assert run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--json")[1] == out
+
+
+def test_analyze_text_output(tmp_path, capsys):
+    path = write(tmp_path / "t.csv", csv_of(EQUAL, cost=0.5, steps=10))
+    code, out, err = run(capsys, "analyze", path, "--k", "2", "--replicates", "200")
+    assert code == 0 and err == ""
+    assert "4 tasks, 16 trials" in out
+    assert "pass@2" in out and "pass^2" in out
+    assert "cost per success  1" in out  # 16 * 0.5 / 8 successes
+    assert "relsim solve --steps 10 --target 0.95 --p " in out
+    assert "(bca), 200 replicates" in out
+    code, out, _ = run(capsys, "analyze", path, "--k", "2", "--interval", "percentile")
+    assert code == 0 and "(percentile), 2000 replicates" in out
+
+
+def test_analyze_cost_and_steps_in_json(tmp_path, capsys):
+    path = write(tmp_path / "t.csv", csv_of(EQUAL, cost=0.25, steps=20))
+    code, out, _ = run(capsys, "analyze", path, "--k", "1", "--target", "0.9", "--json")
+    result = json.loads(out)
+    assert result["cost_per_success"] == pytest.approx(16 * 0.25 / 8)
+    steps = result["steps"]
+    assert steps["mean"] == 20
+    assert steps["per_step_success"] == pytest.approx(0.5 ** (1 / 20))
+    plan = steps["plan"]
+    assert set(plan) == {
+        "steps",
+        "target",
+        "required_step_success",
+        "retries",
+        "success",
+        "feasible",
+        "command",
+    }
+    assert plan["target"] == 0.9 and plan["required_step_success"] == pytest.approx(0.9 ** (1 / 20))
+    p = 0.5 ** (1 / 20)
+    r = next(r for r in range(50) if (1 - (1 - p) ** (r + 1)) ** 20 >= 0.9)
+    assert plan["retries"] == r and plan["feasible"] is True
+
+
+def test_analyze_warns_on_stderr_when_counts_differ(tmp_path, capsys):
+    path = write(tmp_path / "t.csv", csv_of({"a": [1, 0, 1], "b": [1], "c": [0, 1]}))
+    code, out, err = run(capsys, "analyze", path, "--k", "1,3", "--json")
+    assert code == 0
+    assert err.startswith("relsim: warning: trial counts differ across tasks (1 to 3 per task)")
+    assert "excluded: 2 at k=3" in err
+    assert json.loads(out)["pass_at_k"]["3"]["excluded_tasks"] == 2
+
+
+def test_analyze_jsonl_with_threshold(tmp_path, capsys):
+    lines = [
+        '{"task": "a", "trial": 1, "success": 0.9}',
+        '{"task": "a", "trial": 2, "success": 0.4}',
+        '{"task": "b", "trial": 1, "success": 0.7}',
+        '{"task": "b", "trial": 2, "success": 0.6}',
+    ]
+    path = write(tmp_path / "t.jsonl", "\n".join(lines) + "\n")
+    code, out, _ = run(capsys, "analyze", path, "--threshold", "0.65", "--json")
+    assert code == 0
+    assert json.loads(out)["success"]["mean"] == pytest.approx(0.5)  # a: 1/2, b: 1/2
+    code, _, err = run(capsys, "analyze", path)  # scores without --threshold
+    assert code == 2 and "line 1: success must be 0/1 or true/false" in err
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "is empty"),
+        ("task,trial\na,1\n", "missing column 'success'"),
+        ("task,trial,success\na,1,1\na,1,0\n", "line 3: duplicate (task, trial) pair"),
+        ("task,trial,success\na,1,yes\n", "line 2: success must be 0/1 or true/false"),
+    ],
+)
+def test_analyze_bad_files_exit_2_with_one_line(tmp_path, capsys, text, message):
+    path = write(tmp_path / "bad.csv", text)
+    code, out, err = run(capsys, "analyze", path)
+    assert code == 2 and out == ""
+    assert err.startswith("relsim: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--k", "5"], "k must be in [1, 4]"),
+        (["--k", "0"], "argument --k: must be a comma-separated list of integers >= 1"),
+        (["--replicates", "0"], "argument --replicates: must be an integer >= 1"),
+        (["--seed", "-1"], "argument --seed: must be an integer >= 0"),
+        (["--threshold", "nan"], "argument --threshold: must be a finite number"),
+        (["--target", "1.5"], "argument --target: must be a number in (0, 1]"),
+        (["--interval", "normal"], "argument --interval: invalid choice: 'normal'"),
+    ],
+)
+def test_analyze_bad_options_exit_2(tmp_path, capsys, argv, message):
+    path = write(tmp_path / "t.csv", csv_of(EQUAL))
+    with pytest.raises(SystemExit) as exit_info:
+        code = main(["analyze", path, *argv])
+        raise SystemExit(code)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert message in err and err.count("\n") == 1
+
+
+def test_analyze_missing_file_exit_2(tmp_path, capsys):
+    code, _, err = run(capsys, "analyze", str(tmp_path / "absent.csv"))
+    assert code == 2 and "no such file" in err
+
+
+def test_compare_json_shape_values_and_warning(tmp_path, capsys):
+    base = write(
+        tmp_path / "base.csv",
+        csv_of({"a": [1, 0], "b": [0, 0], "c": [1, 1], "d": [0, 1], "old": [1, 1]}),
+    )
+    cand = write(
+        tmp_path / "cand.csv",
+        csv_of({"a": [1, 1], "b": [1, 0], "c": [1, 1], "d": [1, 0], "new": [0, 0]}),
+    )
+    code, out, err = run(capsys, "compare", base, cand, "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert set(result) == {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"}
+    assert result["tasks"] == 4
+    # differences a +0.5, b +0.5, c 0, d 0
+    assert result["difference"] == pytest.approx(0.25)
+    assert result["se"] == pytest.approx(math.sqrt(1 / 12) / 2)
+    assert result["ci"][0] < 0.25 < result["ci"][1]
+    assert 0 < result["p_value"] < 1
+    assert (
+        "1 task only in the baseline ('old')" in err
+        and "1 task only in the candidate ('new')" in err
+    )
+    assert all(line.startswith("relsim: warning: ") for line in err.splitlines())
+
+
+def test_compare_text_and_errors(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", csv_of({"a": [1, 0], "b": [0, 0]}))
+    code, out, err = run(capsys, "compare", base, base)
+    assert code == 0 and err == "" and "difference   +0.0000" in out
+    lonely = write(tmp_path / "lonely.csv", csv_of({"a": [1, 0], "z": [1, 1]}))
+    code, out, err = run(capsys, "compare", base, lonely)
+    assert code == 2 and "share 1 task; a paired comparison needs at least 2" in err
+
+
+def test_power_tasks_json(capsys):
+    code, out, err = run(capsys, "power", "--delta", "0.03", "--baseline", "0.7", "--json")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    assert result["tasks"] == 3551  # see tests/test_evalstats.py for the hand computation
+    assert result["candidate"] == pytest.approx(0.73)
+    assert {"delta", "baseline", "trials_per_task", "alpha", "power", "difference_sd"} <= set(
+        result
+    )
+    code, out, _ = run(
+        capsys,
+        "power",
+        "--delta",
+        "0.1",
+        "--baseline",
+        "0.5",
+        "--trials-per-task",
+        "10",
+        "--difference-sd",
+        "0.05",
+        "--alpha",
+        "0.05",
+        "--power",
+        "0.8",
+    )
+    assert code == 0 and out.startswith("41 tasks")
+
+
+def test_power_mde_json_and_infeasible(capsys):
+    code, out, _ = run(capsys, "power", "--tasks", "100", "--baseline", "0.7", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["tasks"] == 100
+    # the mde solves 100 * D^2 = (z975 + z80)^2 * (0.21 + Q(1-Q)), Q = 0.7 + D
+    d = result["mde"]
+    z = 1.959963984540054 + 0.8416212335729143
+    assert 100 * d**2 == pytest.approx(z**2 * (0.21 + (0.7 + d) * (0.3 - d)), rel=1e-9)
+    code, out, _ = run(capsys, "power", "--tasks", "1", "--baseline", "0.99", "--json")
+    assert code == 3 and json.loads(out)["mde"] is None
+    code, out, _ = run(capsys, "power", "--tasks", "1", "--baseline", "0.99")
+    assert code == 3 and "no gain" in out
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--baseline", "0.5"], "one of the arguments --delta --tasks is required"),
+        (["--delta", "0.1", "--tasks", "10", "--baseline", "0.5"], "not allowed with argument"),
+        (["--delta", "0.1"], "the following arguments are required: --baseline"),
+        (["--delta", "0", "--baseline", "0.5"], "argument --delta: must be a nonzero number"),
+        (
+            ["--delta", "0.1", "--baseline", "1.5"],
+            "argument --baseline: must be a number in [0, 1]",
+        ),
+        (
+            ["--delta", "0.1", "--baseline", "0.5", "--alpha", "1"],
+            "argument --alpha: must be a number in (0, 1)",
+        ),
+        (
+            ["--delta", "0.1", "--baseline", "0.5", "--power", "0"],
+            "argument --power: must be a number in (0, 1)",
+        ),
+        (
+            ["--delta", "0.1", "--baseline", "0.5", "--trials-per-task", "0"],
+            "argument --trials-per-task: must be an integer >= 1",
+        ),
+        (
+            ["--delta", "0.1", "--baseline", "0.5", "--difference-sd", "-1"],
+            "argument --difference-sd: must be a number >= 0",
+        ),
+        (["--tasks", "0", "--baseline", "0.5"], "argument --tasks: must be an integer >= 1"),
+    ],
+)
+def test_power_bad_options_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["power", *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert message in err and err.count("\n") == 1
+
+
+def test_power_delta_out_of_range_is_a_value_error_exit_2(capsys):
+    code, out, err = run(capsys, "power", "--delta", "0.4", "--baseline", "0.8")
+    assert code == 2 and out == ""
+    assert "delta must keep baseline + delta in [0, 1]" in err
+
+
+def test_commands_are_listed_in_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    for command in ("analyze", "compare", "power"):
+        assert command in out
+
+
+def test_the_cli_module_imports_nothing_heavy():
+    # relsim/cli/trials.py is imported to build the parser of every command: it must stay light
+    code = (
+        "import sys, relsim.cli.trials; "
+        "print([m for m in ('numpy', 'pandas', 'scipy', 'numba') if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,680 @@
+"""relsim.evalstats: estimators, intervals, comparisons and power for real trial data.
+
+References come from outside the code under test: hand-computed counts, brute-force
+enumeration of k-subsets of trials, closed-form Beta moments of the simulated truth, and
+simulations drawn here with numpy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import integrate, special, stats
+
+from relsim import evalstats
+from relsim.evalstats import TrialDataWarning
+
+# Coverage tests run 400 seeded replications. For an interval with exact 95% coverage the number
+# of covering replications is Binomial(400, 0.95), sd sqrt(.95 * .05 / 400) = 0.0109. We accept
+# |rate - 0.95| <= 3.3 sd = 0.036: an exact interval would fail that about once in a thousand
+# seeds (3.3 sd two-sided), it leaves room for the ~1-point finite-sample bias of a percentile
+# bootstrap over 60 tasks, and it still catches the negative controls below (naive SE ~80%,
+# wrong estimand ~25%). The seeds are fixed, so the outcome is deterministic.
+REPLICATIONS = 400
+COVERAGE_TOLERANCE = 3.3 * math.sqrt(0.95 * 0.05 / REPLICATIONS)
+
+
+def trials_frame(outcomes: dict[str, list[int]], **extra) -> pd.DataFrame:
+    """A trials table from {task: [success of trial 1, trial 2, ...]}."""
+    rows = [
+        {"task": task, "trial": j + 1, "success": s}
+        for task, results in outcomes.items()
+        for j, s in enumerate(results)
+    ]
+    frame = pd.DataFrame(rows)
+    for name, values in extra.items():
+        frame[name] = values
+    return frame
+
+
+def brute_force_pass(results: list[int], k: int) -> tuple[float, float]:
+    """pass@k and pass^k of one task by enumerating every k-subset of its trials."""
+    subsets = list(itertools.combinations(results, k))
+    at = sum(any(s) for s in subsets) / len(subsets)
+    hat = sum(all(s) for s in subsets) / len(subsets)
+    return at, hat
+
+
+# ---------------------------------------------------------------------------------- known answers
+
+
+def test_pass_at_k_on_hand_computed_counts():
+    # three tasks of five trials with 1, 2 and 0 successes; pass@2 = 1 - C(n-c,2)/C(5,2):
+    # 1 - 6/10 = 0.4, 1 - 3/10 = 0.7, 0  -> mean 1.1 / 3
+    tasks = trials_frame({"a": [1, 0, 0, 0, 0], "b": [0, 1, 0, 1, 0], "c": [0] * 5})
+    table = evalstats.analyze(tasks, [1, 2], replicates=50).pass_k
+    assert table.loc[("pass_at_k", 2), "estimate"] == pytest.approx(1.1 / 3, abs=1e-12)
+    assert table.loc[("pass_at_k", 1), "estimate"] == pytest.approx(3 / 15, abs=1e-12)
+    # pass^2 = C(c,2)/C(5,2): 0, 1/10, 0
+    assert table.loc[("pass_hat_k", 2), "estimate"] == pytest.approx(0.1 / 3, abs=1e-12)
+
+
+def test_pass_hat_k_tau_bench_style_average_over_tasks():
+    # tau-bench: pass^k = mean over tasks of C(c,k)/C(n,k). Four tasks of four trials with
+    # c = 2, 4, 3, 0: pass^2 = (1/6 + 1 + 3/6 + 0) / 4 = 5/12, pass^4 = (0 + 1 + 0 + 0) / 4.
+    tasks = trials_frame(
+        {"t1": [1, 1, 0, 0], "t2": [1, 1, 1, 1], "t3": [0, 1, 1, 1], "t4": [0, 0, 0, 0]}
+    )
+    result = evalstats.analyze(tasks, [2, 4], replicates=50).to_dict()
+    assert result["pass_hat_k"]["2"]["estimate"] == pytest.approx(5 / 12, abs=1e-12)
+    assert result["pass_hat_k"]["4"]["estimate"] == pytest.approx(0.25, abs=1e-12)
+    # pass@2: 1 - C(2,2)/6 = 5/6, 1, 1, 0
+    assert result["pass_at_k"]["2"]["estimate"] == pytest.approx((5 / 6 + 2) / 4, abs=1e-12)
+
+
+def test_lesson_values_pass_at_3_and_pass_hat_3():
+    # the lesson's exercise: a task solved 3 times in 5 (p = 0.6) shows a high pass@3 and a low
+    # pass^3. Unbiased from counts: pass@3 = 1 - C(2,3)/C(5,3) = 1, pass^3 = C(3,3)/C(5,3) = 0.1
+    tasks = trials_frame({"x": [1, 1, 1, 0, 0]})
+    with pytest.warns(TrialDataWarning, match="only one task"):
+        result = evalstats.analyze(tasks, [3], replicates=20).to_dict()
+    assert result["pass_at_k"]["3"]["estimate"] == pytest.approx(1.0)
+    assert result["pass_hat_k"]["3"]["estimate"] == pytest.approx(0.1)
+    assert result["success"]["se"] is None and result["success"]["ci"] == [None, None]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.integers(0, 1), min_size=1, max_size=6), min_size=1, max_size=6),
+    st.integers(1, 6),
+)
+def test_estimates_equal_brute_force_enumeration_over_eligible_tasks(outcome_lists, k):
+    largest = max(len(results) for results in outcome_lists)
+    k = min(k, largest)
+    outcomes = {f"task{i}": results for i, results in enumerate(outcome_lists)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrialDataWarning)
+        result = evalstats.analyze(trials_frame(outcomes), [k], replicates=1)
+    eligible = [brute_force_pass(r, k) for r in outcome_lists if len(r) >= k]
+    expected_at = sum(at for at, _ in eligible) / len(eligible)
+    expected_hat = sum(hat for _, hat in eligible) / len(eligible)
+    table = result.pass_k
+    assert table.loc[("pass_at_k", k), "estimate"] == pytest.approx(expected_at, abs=1e-12)
+    assert table.loc[("pass_hat_k", k), "estimate"] == pytest.approx(expected_hat, abs=1e-12)
+    assert table.loc[("pass_at_k", k), "excluded_tasks"] == len(outcome_lists) - len(eligible)
+    rates = [sum(r) / len(r) for r in outcome_lists]
+    assert result.success["mean"] == pytest.approx(sum(rates) / len(rates), abs=1e-12)
+
+
+def test_success_mean_se_and_t_interval_by_hand():
+    # per-task rates 1, 0.5, 0.25, 0 (unequal trial counts: each task weighs the same)
+    tasks = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 0, 0, 0], "d": [0, 0, 0]})
+    with pytest.warns(TrialDataWarning, match="trial counts differ"):
+        success = evalstats.analyze(tasks, [1], replicates=20).success
+    rates = np.array([1, 0.5, 0.25, 0])
+    mean = rates.mean()
+    sd = math.sqrt(((rates - mean) ** 2).sum() / 3)
+    se = sd / 2
+    t975_df3 = 3.182446305284263  # t(0.975, 3), from statistical tables
+    assert success["mean"] == pytest.approx(0.4375)
+    assert success["se"] == pytest.approx(se)
+    assert success["ci_low"] == pytest.approx(mean - t975_df3 * se)
+    assert success["ci_high"] == pytest.approx(mean + t975_df3 * se)
+
+
+def test_unequal_counts_warn_and_exclude_short_tasks():
+    # a: 3 trials (2 successes), b: 1 trial (1), c: 2 trials (0)
+    tasks = trials_frame({"a": [1, 1, 0], "b": [1], "c": [0, 0]})
+    with pytest.warns(TrialDataWarning, match=r"1 to 3 per task.*excluded: 1 at k=2, 2 at k=3"):
+        result = evalstats.analyze(tasks, [1, 2, 3], replicates=50)
+    out = result.to_dict()
+    assert [out["pass_at_k"][k]["excluded_tasks"] for k in "123"] == [0, 1, 2]
+    # k=2 over a and c: pass@2 = (1 - C(1,2)/C(3,2) = 1, 0) -> 0.5; pass^2 = (1/3 + 0) / 2
+    assert out["pass_at_k"]["2"]["estimate"] == pytest.approx(0.5)
+    assert out["pass_hat_k"]["2"]["estimate"] == pytest.approx(1 / 6)
+    # k=3 over a only: pass^3 = 0, pass@3 = 1
+    assert out["pass_hat_k"]["3"]["estimate"] == pytest.approx(0.0)
+    assert out["pass_at_k"]["3"]["estimate"] == pytest.approx(1.0)
+    assert any("trial counts differ" in w for w in result.warnings)
+
+
+def test_equal_counts_do_not_warn():
+    tasks = trials_frame({"a": [1, 0, 1], "b": [1, 1, 1], "c": [0, 0, 1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = evalstats.analyze(tasks, [1, 3], replicates=50)
+    assert result.warnings == ()
+
+
+def test_default_ks_are_those_up_to_the_largest_count():
+    tasks = trials_frame({"a": [1, 0, 1], "b": [1, 1, 1]})
+    out = evalstats.analyze(tasks, replicates=10).to_dict()
+    assert list(out["pass_at_k"]) == ["1", "3"]
+    assert list(out["pass_hat_k"]) == ["1", "3"]
+
+
+def test_cost_per_success_is_total_cost_over_total_successes():
+    tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[0.5, 0.25, 1.0, 2.0])
+    assert evalstats.analyze(tasks, [1], replicates=10).cost_per_success == pytest.approx(3.75 / 3)
+    none = trials_frame({"a": [0, 0], "b": [0, 0]}, cost=[1.0, 1.0, 1.0, 1.0])
+    result = evalstats.analyze(none, [1], replicates=10)
+    assert result.cost_per_success == math.inf
+    assert result.to_dict()["cost_per_success"] is None  # JSON has no infinity
+    assert (
+        evalstats.analyze(trials_frame({"a": [1], "b": [0]}), [1], replicates=10).cost_per_success
+        is None
+    )
+
+
+def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
+    # 4 tasks x 5 trials, 1 success each: success mean 0.2; steps 25 everywhere
+    outcomes = {t: [1, 0, 0, 0, 0] for t in "abcd"}
+    tasks = trials_frame(outcomes, steps=[25] * 20)
+    steps = evalstats.analyze(tasks, [1], replicates=10, target=0.95).steps
+    per_step = 0.2 ** (1 / 25)
+    assert steps["mean"] == 25
+    assert steps["per_step_success"] == pytest.approx(per_step)
+    plan = steps["plan"]
+    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)  # MODEL.md 2
+    # brute force: least r with (1 - (1-p)^(r+1))^25 >= 0.95 (perfect verifier)
+    r = next(r for r in range(100) if (1 - (1 - per_step) ** (r + 1)) ** 25 >= 0.95)
+    assert plan["retries"] == r and plan["feasible"] is True
+    assert plan["success"] == pytest.approx((1 - (1 - per_step) ** (r + 1)) ** 25)
+    assert plan["command"] == f"relsim solve --steps 25 --target 0.95 --p {per_step:.6g}"
+
+
+def test_steps_with_no_success_plan_nothing():
+    tasks = trials_frame({"a": [0, 0], "b": [0, 0]}, steps=[3, 5, 4, 4])
+    steps = evalstats.analyze(tasks, [1], replicates=10).steps
+    assert steps["mean"] == 4 and steps["per_step_success"] == 0
+    assert steps["plan"]["retries"] is None and steps["plan"]["feasible"] is False
+
+
+# ---------------------------------------------------------------------------------- bootstrap
+
+
+def reference_estimates(outcome_lists, k):
+    """(pass@k, pass^k) of the tasks with at least k trials, by enumeration; None for the rest."""
+    return [brute_force_pass(r, k) if len(r) >= k else None for r in outcome_lists]
+
+
+def mean_over_eligible(per_task, metric):
+    chosen = [values[metric] for values in per_task if values is not None]
+    return np.mean(chosen) if chosen else np.nan
+
+
+def reference_bootstrap(outcome_lists, k, replicates, seed, interval, confidence=0.95):
+    """The slow, obvious cluster bootstrap: resample tasks, average over those with n >= k;
+    then percentile or BCa (jackknife by actually leaving each task out)."""
+    per_task = reference_estimates(outcome_lists, k)
+    count = len(outcome_lists)
+    draws = np.random.default_rng(seed).integers(0, count, size=(replicates, count))
+    out = []
+    for metric in (0, 1):
+        estimate = mean_over_eligible(per_task, metric)
+        reps = np.array([mean_over_eligible([per_task[i] for i in row], metric) for row in draws])
+        reps = reps[~np.isnan(reps)]
+        levels = np.array([0.5 - confidence / 2, 0.5 + confidence / 2])
+        if interval == "bca" and reps.max() > reps.min():
+            tie = np.isclose(reps, estimate, rtol=0, atol=1e-9)  # equal up to rounding
+            below = (np.sum(~tie & (reps < estimate)) + 0.5 * np.sum(tie)) / len(reps)
+            z0 = stats.norm.ppf(np.clip(below, 0.5 / len(reps), 1 - 0.5 / len(reps)))
+            eligible = sum(v is not None for v in per_task)
+            acceleration = 0.0
+            if eligible >= 2:
+                jack = np.array(
+                    [
+                        mean_over_eligible(per_task[:i] + per_task[i + 1 :], metric)
+                        for i in range(count)
+                    ]
+                )
+                u = (count - 1) * (jack.mean() - jack)
+                if np.sum(u**2) > 0:
+                    acceleration = np.sum(u**3) / (6 * np.sum(u**2) ** 1.5)
+            z = stats.norm.ppf(levels)
+            levels = stats.norm.cdf(z0 + (z0 + z) / (1 - acceleration * (z0 + z)))
+        out.append(np.quantile(reps, levels))
+    return out
+
+
+@pytest.mark.parametrize("interval", ["percentile", "bca"])
+@pytest.mark.parametrize("unequal", [False, True])
+def test_bootstrap_matches_the_slow_reference(unequal, interval):
+    rng = np.random.default_rng(7)
+    outcome_lists = [
+        [int(v) for v in rng.integers(0, 2, size=int(rng.integers(1, 6)) if unequal else 4)]
+        for _ in range(12)
+    ]
+    outcomes = {f"t{i}": r for i, r in enumerate(outcome_lists)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrialDataWarning)
+        table = evalstats.analyze(
+            trials_frame(outcomes), [2], replicates=300, seed=11, interval=interval
+        ).pass_k
+    (at_low, at_high), (hat_low, hat_high) = reference_bootstrap(
+        outcome_lists, 2, 300, 11, interval
+    )
+    assert table.loc[("pass_at_k", 2), ["ci_low", "ci_high"]].tolist() == pytest.approx(
+        [at_low, at_high]
+    )
+    assert table.loc[("pass_hat_k", 2), ["ci_low", "ci_high"]].tolist() == pytest.approx(
+        [hat_low, hat_high]
+    )
+
+
+def test_bootstrap_is_seeded_and_chunking_does_not_matter():
+    rng = np.random.default_rng(3)
+    tasks = pd.DataFrame({"trials": np.full(30, 5), "successes": rng.integers(0, 6, 30)})
+    first = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=5)
+    again = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=5)
+    other = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=6)
+    pd.testing.assert_frame_equal(first, again)
+    assert not first["ci_low"].equals(other["ci_low"])
+    # many small chunks give the same replicate means (the draws are the same stream)
+    values = np.random.default_rng(0).random((30, 2))
+    whole = evalstats._cluster_bootstrap(values, 400, np.random.default_rng(9))
+    original = evalstats._BOOTSTRAP_CHUNK_CELLS
+    try:
+        evalstats._BOOTSTRAP_CHUNK_CELLS = 30 * 7  # 7 replicates per chunk
+        chunked = evalstats._cluster_bootstrap(values, 400, np.random.default_rng(9))
+    finally:
+        evalstats._BOOTSTRAP_CHUNK_CELLS = original
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------- coverage
+
+
+def beta_truths(a: float, b: float, k: int) -> dict[str, float]:
+    """Population values over tasks with p ~ Beta(a, b): E[p], E[1-(1-p)^k], E[p^k]."""
+    norm = special.beta(a, b)
+    return {
+        "mean": a / (a + b),
+        "pass_at_k": 1 - special.beta(a, b + k) / norm,
+        "pass_hat_k": special.beta(a + k, b) / norm,
+    }
+
+
+def test_interval_coverage_by_simulation():
+    # 60 tasks with p ~ Beta(1.5, 1), 5 trials each: strong within-task correlation
+    # (intra-class correlation 1/(a+b+1) = 0.29), the case where clustering matters.
+    a, b, count_tasks, trials, k = 1.5, 1.0, 60, 5, 3
+    truth = beta_truths(a, b, k)
+    rng = np.random.default_rng(20240601)
+    covered = {"mean": 0, "pass_at_k": 0, "pass_hat_k": 0, "naive_mean": 0, "wrong_pass_at_k": 0}
+    wrong_pass_at_k = 1 - (1 - truth["mean"]) ** k  # pass@k of the mean p (Jensen gap)
+    z975 = stats.norm.ppf(0.975)
+    for replication in range(REPLICATIONS):
+        p = rng.beta(a, b, size=count_tasks)
+        successes = rng.binomial(trials, p)
+        tasks = pd.DataFrame({"trials": np.full(count_tasks, trials), "successes": successes})
+        success = evalstats.success_rate(tasks)
+        table = evalstats.pass_k(tasks, [k], replicates=500, seed=replication)
+        assert list(table.index) == [("pass_at_k", k), ("pass_hat_k", k)]
+        covered["mean"] += success["ci_low"] <= truth["mean"] <= success["ci_high"]
+        lows, highs = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()  # rows: @k, ^k
+        covered["pass_at_k"] += lows[0] <= truth["pass_at_k"] <= highs[0]
+        covered["pass_hat_k"] += lows[1] <= truth["pass_hat_k"] <= highs[1]
+        covered["wrong_pass_at_k"] += lows[0] <= wrong_pass_at_k <= highs[0]
+        # negative control: the naive binomial SE that treats all 300 trials as independent
+        pooled = successes.sum() / (count_tasks * trials)
+        naive_se = math.sqrt(pooled * (1 - pooled) / (count_tasks * trials))
+        covered["naive_mean"] += abs(pooled - truth["mean"]) <= z975 * naive_se
+    rates = {key: value / REPLICATIONS for key, value in covered.items()}
+    for key in ("mean", "pass_at_k", "pass_hat_k"):
+        assert abs(rates[key] - 0.95) <= COVERAGE_TOLERANCE, (key, rates)
+    # negative controls must fail the same check
+    assert rates["naive_mean"] < 0.95 - COVERAGE_TOLERANCE, rates
+    assert rates["wrong_pass_at_k"] < 0.95 - COVERAGE_TOLERANCE, rates
+
+
+def test_analyze_agrees_with_the_parts_used_in_the_coverage_test():
+    rng = np.random.default_rng(1)
+    p = rng.beta(1.5, 1.0, size=20)
+    outcomes = {f"t{i}": list((rng.random(5) < p[i]).astype(int)) for i in range(20)}
+    frame = trials_frame(outcomes)
+    result = evalstats.analyze(frame, [3], replicates=300, seed=4)
+    tasks = evalstats.per_task(frame)
+    pd.testing.assert_series_equal(result.success, evalstats.success_rate(tasks))
+    pd.testing.assert_frame_equal(
+        result.pass_k, evalstats.pass_k(tasks, [3], replicates=300, seed=4)
+    )
+
+
+def test_compare_coverage_and_null_rejection_rate_by_simulation():
+    # paired design: 40 tasks, baseline p ~ Beta(2, 2), candidate logit(p) + 0.4, 4 trials each
+    count_tasks, trials, shift = 40, 4, 0.4
+    pdf = stats.beta(2, 2).pdf
+    true_difference = integrate.quad(
+        lambda p: (special.expit(special.logit(p) + shift) - p) * pdf(p), 0, 1
+    )[0]
+    rng = np.random.default_rng(77)
+    covered = rejected_null = 0
+    names = [f"t{i}" for i in range(count_tasks)]
+    task_column = np.repeat(names, trials)
+    trial_column = np.tile(np.arange(trials), count_tasks)
+
+    def table(probabilities):
+        success = (rng.random((count_tasks, trials)) < probabilities[:, None]).astype(int).ravel()
+        return pd.DataFrame({"task": task_column, "trial": trial_column, "success": success})
+
+    for _ in range(REPLICATIONS // 2):
+        p = rng.beta(2, 2, size=count_tasks)
+        result = evalstats.compare(table(p), table(special.expit(special.logit(p) + shift)))
+        covered += result.ci[0] <= true_difference <= result.ci[1]
+        null = evalstats.compare(table(p), table(p))  # same per-task rates: no difference
+        rejected_null += null.p_value < 0.05
+    half = REPLICATIONS // 2
+    # 200 replications each: tolerance 3.3 binomial sd at that count
+    assert abs(covered / half - 0.95) <= 3.3 * math.sqrt(0.95 * 0.05 / half)
+    assert abs(rejected_null / half - 0.05) <= 3.3 * math.sqrt(0.95 * 0.05 / half)
+
+
+# ---------------------------------------------------------------------------------- compare
+
+
+def test_compare_by_hand():
+    # per-task rates: baseline a=0.5 b=0 c=1 d=0.5; candidate a=0.7 b=0.4 c=1 d=0.7
+    baseline = trials_frame({"a": [1, 0], "b": [0, 0], "c": [1, 1], "d": [0, 1]})
+    candidate = trials_frame(
+        {
+            "a": [1, 1, 1, 1, 1, 1, 1, 0, 0, 0],
+            "b": [1, 1, 0, 0, 0],
+            "c": [1],
+            "d": [1, 1, 1, 1, 1, 1, 1, 0, 0, 0],
+        }
+    )
+    result = evalstats.compare(baseline, candidate)
+    d = np.array([0.2, 0.4, 0.0, 0.2])
+    se = d.std(ddof=1) / 2
+    t_stat = d.mean() / se
+    assert result.tasks == 4
+    assert result.baseline == pytest.approx(0.5) and result.candidate == pytest.approx(0.7)
+    assert result.difference == pytest.approx(0.2) and result.se == pytest.approx(se)
+    t975_df3 = 3.182446305284263
+    assert result.ci == pytest.approx((0.2 - t975_df3 * se, 0.2 + t975_df3 * se))
+    assert result.p_value == pytest.approx(2 * stats.t.sf(t_stat, 3))
+    assert result.p_value == pytest.approx(0.0917, abs=5e-4)  # t = 2.449, 3 df, from tables
+    out = result.to_dict()
+    assert set(out) == {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"}
+    assert json.loads(json.dumps(out)) == out
+    assert list(result.per_task.columns) == ["baseline", "candidate", "difference"]
+
+
+def test_compare_warns_about_unshared_tasks_and_uses_the_shared_ones():
+    baseline = trials_frame({"a": [1], "b": [0], "c": [1], "only_base": [1]})
+    candidate = trials_frame({"a": [1], "b": [1], "c": [0], "new1": [0], "new2": [1]})
+    with pytest.warns(TrialDataWarning) as record:
+        result = evalstats.compare(baseline, candidate)
+    messages = [str(w.message) for w in record]
+    assert any("1 task only in the baseline ('only_base')" in m for m in messages)
+    assert any("2 tasks only in the candidate" in m for m in messages)
+    assert result.tasks == 3 and result.only_candidate == ("new1", "new2")
+    assert result.difference == pytest.approx(0.0)
+
+
+def test_compare_degenerate_differences():
+    same = trials_frame({"a": [1, 0], "b": [0, 0], "c": [1, 1]})
+    result = evalstats.compare(same, same)
+    assert result.difference == 0 and result.se == 0 and result.p_value == 1.0
+    assert result.ci == (0.0, 0.0)
+    lower = trials_frame({"a": [1, 0], "b": [1, 0], "c": [1, 0]})
+    shifted = trials_frame({"a": [1, 1], "b": [1, 1], "c": [1, 1]})
+    constant = evalstats.compare(lower, shifted)  # every task +0.5: no spread, no doubt
+    assert constant.difference == pytest.approx(0.5) and constant.se == 0
+    assert constant.p_value == 0.0 and constant.ci == pytest.approx((0.5, 0.5))
+    mixed = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 1]})  # +0.5, 0, +0.5
+    assert 0 < evalstats.compare(lower, mixed).p_value < 1
+
+
+# ---------------------------------------------------------------------------------- power
+
+Z975, Z80 = 1.959963984540054, 0.8416212335729143  # normal quantiles, from tables
+
+
+def test_tasks_needed_known_values():
+    # a 3-point gain over 70%, one trial per task: (z + z)^2 * (.21 + .73*.27) / .03^2 = 3550.3
+    assert evalstats.tasks_needed(0.03, 0.7) == math.ceil(
+        (Z975 + Z80) ** 2 * (0.21 + 0.73 * 0.27) / 0.03**2
+    )
+    assert evalstats.tasks_needed(0.03, 0.7) == 3551
+    # K = 10 trials, W = 0.05: (z + z)^2 * (0.0025 + (0.25 + 0.24) / 10) / 0.01 = 40.4
+    assert evalstats.tasks_needed(0.1, 0.5, trials_per_task=10, difference_sd=0.05) == 41
+    # a drop is detected like a gain with Q = P + D
+    assert evalstats.tasks_needed(-0.1, 0.6, trials_per_task=10, difference_sd=0.05) == 41
+    # alpha and power enter through the normal quantiles
+    z995, z90 = 2.5758293035489004, 1.2815515655446004
+    expected = math.ceil((z995 + z90) ** 2 * (0.25 + 0.24) / 0.01)
+    assert evalstats.tasks_needed(0.1, 0.5, alpha=0.01, power=0.9) == expected
+    # nothing to estimate when both rates are certain: one task is enough
+    assert evalstats.tasks_needed(1.0, 0.0) == 1
+
+
+def test_minimum_detectable_effect_inverts_tasks_needed():
+    for tasks, baseline, trials, sd in [
+        (100, 0.7, 1, 0.0),
+        (40, 0.5, 10, 0.05),
+        (500, 0.05, 3, 0.02),
+        (30, 0.0, 1, 0.0),
+    ]:
+        mde = evalstats.minimum_detectable_effect(
+            tasks, baseline, trials_per_task=trials, difference_sd=sd
+        )
+        needed = evalstats.tasks_needed(mde, baseline, trials_per_task=trials, difference_sd=sd)
+        assert needed == tasks
+        assert (
+            evalstats.tasks_needed(
+                mde * (1 - 1e-6), baseline, trials_per_task=trials, difference_sd=sd
+            )
+            == tasks + 1
+        )
+    # the lesson: with 100 tasks, a 3-point difference is within the noise
+    assert evalstats.minimum_detectable_effect(100, 0.7) > 0.03
+    # no gain up to 100% is detectable from one task at 99%
+    assert evalstats.minimum_detectable_effect(1, 0.99) is None
+    assert evalstats.minimum_detectable_effect(10, 1.0) is None
+
+
+def test_power_formula_delivers_its_power_in_simulation():
+    # simulate the paired design the formula assumes and run the paired t-test
+    baseline, delta, trials, sd = 0.5, 0.1, 10, 0.05
+    tasks = evalstats.tasks_needed(delta, baseline, trials_per_task=trials, difference_sd=sd)
+    rng = np.random.default_rng(2024)
+    experiments = 4000
+
+    def empirical_power(count_tasks):
+        q = np.clip(baseline + delta + sd * rng.standard_normal((experiments, count_tasks)), 0, 1)
+        base = rng.binomial(trials, baseline, size=(experiments, count_tasks)) / trials
+        cand = rng.binomial(trials, q) / trials
+        d = cand - base
+        t_stat = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(count_tasks))
+        return np.mean(np.abs(t_stat) > stats.t.ppf(0.975, count_tasks - 1))
+
+    power = empirical_power(tasks)
+    se = math.sqrt(0.8 * 0.2 / experiments)
+    assert abs(power - 0.8) <= 5 * se, power
+    # negative control: half the tasks fall well short of the asked power
+    assert empirical_power(tasks // 2) < 0.8 - 5 * se
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_read_csv_with_booleans_blank_lines_and_extra_columns(tmp_path):
+    path = write(
+        tmp_path / "t.csv",
+        "task,trial,success,notes\n a ,1, True ,x\n\na,2,FALSE,y\nb,1,0,\nb,2,1.0,z\n",
+    )
+    frame = evalstats.read_trials(path)
+    assert frame["task"].tolist() == ["a", "a", "b", "b"]
+    assert frame["success"].tolist() == [1, 0, 0, 1]
+    assert frame["line"].tolist() == [2, 4, 5, 6]  # the blank line 3 is skipped
+    assert "notes" not in frame
+
+
+def test_read_jsonl_and_threshold(tmp_path):
+    path = write(
+        tmp_path / "t.jsonl",
+        '{"task": "a", "trial": 1, "success": 0.9, "cost": 2}\n\n'
+        '{"task": "a", "trial": 2, "success": 0.2, "cost": 1.5}\n'
+        '{"task": 7, "trial": 1, "success": 0.5, "cost": 0, "extra": [1, 2]}\n',
+    )
+    frame = evalstats.read_trials(path, threshold=0.5)
+    assert frame["success"].tolist() == [1, 0, 1]  # score >= threshold
+    assert frame["task"].tolist() == ["a", "a", "7"]
+    assert frame["cost"].tolist() == [2.0, 1.5, 0.0]
+    assert frame["line"].tolist() == [1, 3, 4]
+    booleans = write(
+        tmp_path / "b.jsonl",
+        '{"task": "a", "trial": 1, "success": true}\n{"task": "a", "trial": 2, "success": false}\n',
+    )
+    assert evalstats.read_trials(booleans)["success"].tolist() == [1, 0]
+
+
+def test_file_and_dataframe_give_the_same_analysis(tmp_path):
+    frame = trials_frame({"a": [1, 0, 1], "b": [0, 0, 1], "c": [1, 1, 1]}, cost=np.arange(9) / 4)
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    from_file = evalstats.analyze(path, [2], replicates=100, seed=3).to_dict()
+    assert from_file == evalstats.analyze(frame, [2], replicates=100, seed=3).to_dict()
+
+
+BAD_FILES = [
+    ("empty.csv", "", r"empty\.csv is empty"),
+    ("spaces.csv", "  \n\n", r"is empty"),
+    ("header.csv", "task,trial,success\n", r"header\.csv is empty: no trial rows"),
+    ("empty.jsonl", "\n", r"is empty"),
+    ("nosuccess.csv", "task,trial,score\na,1,1\n", r"missing column 'success'"),
+    ("notask.jsonl", '{"trial": 1, "success": 1}\n', r"missing column 'task'"),
+    ("twomissing.csv", "task,result\na,1\n", r"missing columns 'trial', 'success'"),
+    (
+        "blankcell.csv",
+        "task,trial,success\na,1,1\na,2,\n",
+        r"line 3: missing value in column 'success'",
+    ),
+    (
+        "jsonlgap.jsonl",
+        '{"task":"a","trial":1,"success":1}\n{"task":"a","trial":2}\n',
+        r"line 2: missing value in column 'success'",
+    ),
+    (
+        "nonbinary.csv",
+        "task,trial,success\na,1,1\na,2,2\na,3,0.5\n",
+        r"line 3: success must be 0/1 or true/false.*got '2' \(1 more row like it\)",
+    ),
+    (
+        "word.csv",
+        "task,trial,success\na,1,maybe\n",
+        r"line 2: success must be 0/1 or true/false.*'maybe'",
+    ),
+    (
+        "dup.csv",
+        "task,trial,success\na,1,1\nb,1,0\na,1,0\n",
+        r"line 4: duplicate \(task, trial\) pair \('a', '1'\), first seen at line 2",
+    ),
+    (
+        "badjson.jsonl",
+        '{"task":"a","trial":1,"success":1}\n{"task": "a",\n',
+        r"line 2: not valid JSON",
+    ),
+    ("list.jsonl", "[1, 2, 3]\n", r"line 1: each line must be a JSON object"),
+    (
+        "negcost.csv",
+        "task,trial,success,cost\na,1,1,-1\n",
+        r"line 2: cost must be a number >= 0, got '-1'",
+    ),
+    ("infcost.csv", "task,trial,success,cost\na,1,1,inf\n", r"cost must be a number >= 0"),
+    ("zerosteps.csv", "task,trial,success,steps\na,1,1,0\n", r"line 2: steps must be a number > 0"),
+    ("ragged.csv", "task,trial,success\na,1,1\na,2,1,9\n", r"not a readable CSV file.*line 3"),
+    ("short.csv", "task,trial,success\na,1,1\na,2\n", r"line 3: missing value in column 'success'"),
+    (
+        "twice.csv",
+        "task,trial,success,success\na,1,1,0\n",
+        r"column 'success' appears more than once",
+    ),
+]
+
+
+@pytest.mark.parametrize("name,text,message", BAD_FILES, ids=[case[0] for case in BAD_FILES])
+def test_bad_files_name_the_file_and_line(tmp_path, name, text, message):
+    path = write(tmp_path / name, text)
+    with pytest.raises(ValueError, match=message):
+        evalstats.analyze(path)
+
+
+def test_bad_threshold_scores_and_missing_file(tmp_path):
+    path = write(tmp_path / "s.csv", "task,trial,success\na,1,0.3\na,2,true\n")
+    with pytest.raises(
+        ValueError, match=r"line 3: success must be a numeric score with a threshold, got 'true'"
+    ):
+        evalstats.read_trials(path, threshold=0.5)
+    with pytest.raises(ValueError, match="threshold must be a finite number"):
+        evalstats.read_trials(path, threshold=math.nan)
+    with pytest.raises(ValueError, match="no such file"):
+        evalstats.read_trials(tmp_path / "absent.csv")
+
+
+def test_dataframe_rows_are_numbered_from_one():
+    frame = pd.DataFrame({"task": ["a", "a"], "trial": [1, 2], "success": [1, 3]})
+    with pytest.raises(ValueError, match=r"trials row 2: success must be 0/1"):
+        evalstats.read_trials(frame)
+
+
+def test_bad_arguments_name_the_argument_and_range():
+    frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
+    tasks = evalstats.per_task(frame)
+    cases = [
+        (lambda: evalstats.analyze(frame, [4]), r"k must be in \[1, 3\].*got 4"),
+        (lambda: evalstats.analyze(frame, [0]), r"k must be in \[1, 3\].*got 0"),
+        (lambda: evalstats.analyze(frame, [1.5]), r"k must be integers >= 1"),
+        (lambda: evalstats.analyze(frame, []), r"k must name at least one value"),
+        (
+            lambda: evalstats.analyze(frame, [1], replicates=0),
+            r"replicates must be an integer >= 1",
+        ),
+        (lambda: evalstats.analyze(frame, [1], confidence=1.0), r"confidence must be in \(0, 1\)"),
+        (
+            lambda: evalstats.analyze(frame, [1], interval="normal"),
+            r"interval must be one of bca, percentile",
+        ),
+        (lambda: evalstats.analyze(frame, [1], target=0), r"target must be in \(0, 1\]"),
+        (lambda: evalstats.pass_k(tasks.drop(columns="successes"), [1]), r"missing 'successes'"),
+        (lambda: evalstats.success_rate(tasks.iloc[:0]), r"tasks is empty"),
+        (
+            lambda: evalstats.compare(frame, trials_frame({"a": [1], "z": [0]})),
+            r"share 1 task; a paired comparison needs at least 2",
+        ),
+        (lambda: evalstats.tasks_needed(0, 0.5), r"delta must be a nonzero number"),
+        (
+            lambda: evalstats.tasks_needed(0.3, 0.8),
+            r"delta must keep baseline \+ delta in \[0, 1\], i\.e\. delta in \[-0\.8, 0\.2\]",
+        ),
+        (lambda: evalstats.tasks_needed(0.1, 1.2), r"baseline must be in \[0, 1\]"),
+        (
+            lambda: evalstats.tasks_needed(0.1, 0.5, trials_per_task=0),
+            r"trials_per_task must be an integer >= 1",
+        ),
+        (lambda: evalstats.tasks_needed(0.1, 0.5, alpha=0), r"alpha must be in \(0, 1\)"),
+        (lambda: evalstats.tasks_needed(0.1, 0.5, power=1), r"power must be in \(0, 1\)"),
+        (
+            lambda: evalstats.tasks_needed(0.1, 0.5, difference_sd=-0.1),
+            r"difference_sd must be a number >= 0",
+        ),
+        (lambda: evalstats.minimum_detectable_effect(0, 0.5), r"tasks must be an integer >= 1"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
