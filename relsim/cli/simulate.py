@@ -1,0 +1,169 @@
+"""``relsim simulate``: Monte Carlo estimate of a scenario file.
+
+::
+
+    relsim simulate SCENARIO.toml --trials N [--seed S] [--threads T] [--record K] [--json]
+
+Prints the estimates with standard errors, 95% intervals and percentiles of cost and attempts
+(``--json``: ``Outcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``, ``seed`` and
+``partial``). A progress bar goes to stderr when stderr is a terminal. Ctrl-C stops the run
+after the chunks in flight and prints the estimate over the trials done, marked partial, with
+exit status 130 (a second Ctrl-C aborts at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from typing import Any
+
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
+
+#: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="Monte Carlo estimate of a scenario file",
+        description=(
+            "Simulate TRIALS independent trials of a scenario (MODEL.md section 3) and print "
+            "each outcome's estimate with its standard error and 95% interval, and the "
+            "percentiles of cost and attempts per trial. The same --seed gives the same "
+            "result whatever --threads."
+        ),
+    )
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
+    parser.add_argument(
+        "--trials", type=positive_int, required=True, metavar="N", help="trials to run (>= 1)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        metavar="S",
+        help="seed (integer >= 0); without it one is drawn and printed",
+    )
+    parser.add_argument(
+        "--threads", type=positive_int, metavar="T", help="worker threads (default: all cores)"
+    )
+    parser.add_argument(
+        "--record",
+        type=nonnegative_int,
+        default=0,
+        metavar="K",
+        help="also print the first K trials (outcome, attempts, cost, ...)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from relsim import simulate
+    from relsim.scenario import Scenario
+
+    scenario = Scenario.from_toml(args.scenario)
+    bar = _progress_bar(args.trials)
+    try:
+        with warnings.catch_warnings():  # the partial result is reported below, on one line
+            warnings.filterwarnings("ignore", "simulation interrupted", RuntimeWarning)
+            outcome = simulate(
+                scenario,
+                args.trials,
+                seed=args.seed,
+                threads=args.threads,
+                record=args.record,
+                progress=None if bar is None else bar.update,
+            )
+    finally:
+        if bar is not None:
+            bar.close()
+
+    if args.json:
+        result = outcome.to_dict()
+        if outcome.trajectories is not None:
+            result["trajectories"] = _records(outcome.trajectories)
+        print_json(result)
+    else:
+        print(_summary(scenario, args.scenario, outcome))
+        if outcome.trajectories is not None:
+            print()
+            print(outcome.trajectories.to_string())
+    if outcome.partial:
+        print(
+            f"relsim: interrupted: the estimate covers {outcome.trials} of {args.trials} trials",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def _progress_bar(trials: int) -> Any:
+    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=trials, unit="trial", unit_scale=True, file=sys.stderr, leave=False)
+
+
+_ROWS = (
+    ("success", "success"),
+    ("silent_failure", "silent failure"),
+    ("detected_failure", "detected failure"),
+    ("expected_attempts", "attempts per trial"),
+    ("expected_cost", "cost per trial"),
+    ("cost_per_success", "cost per success"),
+)
+
+
+def _summary(scenario: Any, path: str, outcome: Any) -> str:
+    title = scenario.name or path
+    lines = []
+    if outcome.partial:
+        lines.append(f"PARTIAL RESULT: interrupted after {outcome.trials:,} trials")
+    lines.append(f"{title}: {scenario.steps} steps, Monte Carlo")
+    lines.append(f"trials {outcome.trials:,}   seed {outcome.seed}")
+    lines.append("")
+    lines.append(f"{'':20} {'estimate':>12} {'std error':>11}   95% interval")
+    for key, label in _ROWS:
+        value = getattr(outcome, key)
+        se = outcome.standard_errors.get(key, math.nan)
+        low, high = outcome.intervals.get(key, (math.nan, math.nan))
+        lines.append(f"{label:20} {_number(value):>12} {_number(se):>11}   [{_number(low)}, {_number(high)}]")
+    lines.append("")
+    lines.append(f"{'per trial':20} {'p50':>12} {'p90':>11} {'p99':>11}")
+    for quantity in ("attempts", "cost"):
+        table = outcome.percentiles[quantity]
+        lines.append(
+            f"{quantity:20} {_number(table['p50']):>12} {_number(table['p90']):>11} "
+            f"{_number(table['p99']):>11}"
+        )
+    return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return "inf" if value == math.inf else "n/a"
+    return f"{value:.6g}" if value != 0 else "0"
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    """The trajectories as JSON-ready rows (NA becomes None)."""
+    import pandas as pd
+
+    rows = []
+    for trial, row in zip(frame.index, frame.itertuples(index=False)):
+        record: dict[str, Any] = {"trial": int(trial)}
+        for name, value in zip(frame.columns, row):
+            if name == "outcome":
+                record[name] = str(value)
+            elif name == "cost":
+                record[name] = float(value)
+            else:
+                record[name] = None if pd.isna(value) else int(value)
+        rows.append(record)
+    return rows

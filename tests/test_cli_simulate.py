@@ -1,0 +1,248 @@
+"""``relsim simulate``: output, JSON keys, reproducibility, progress bar, Ctrl-C, bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+import relsim.cli.simulate as simulate_command
+from relsim.cli import main
+
+R2 = """\
+name = "R2 of MODEL.md"
+steps = 25
+p = 0.9
+[verifier]
+miss = 0.1
+[retries]
+per_step = 3
+"""
+
+R4 = """\
+steps = 12
+p = 0.9
+[checkpoints]
+every = 4
+detect = 0.8
+false_alarm = 0.05
+rollbacks = 2
+[cost]
+checkpoint = 0.1
+rollback = 0.5
+"""
+
+# MODEL.md section 5, R2: success, silent, detected
+R2_EXACT = (0.757383, 0.240978, 0.001639)
+
+
+@pytest.fixture
+def r2(tmp_path):
+    path = tmp_path / "r2.toml"
+    path.write_text(R2)
+    return str(path)
+
+
+@pytest.fixture
+def r4(tmp_path):
+    path = tmp_path / "r4.toml"
+    path.write_text(R4)
+    return str(path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_summary_has_estimates_errors_intervals_and_percentiles(capsys, r2):
+    code, out, err = run(capsys, "simulate", r2, "--trials", "100000", "--seed", "7")
+    assert code == 0 and err == ""  # stderr is not a terminal here: no progress bar
+    assert "R2 of MODEL.md" in out and "seed 7" in out and "100,000" in out
+    for label in (
+        "success",
+        "silent failure",
+        "detected failure",
+        "attempts per trial",
+        "cost per trial",
+        "cost per success",
+        "p50",
+        "p90",
+        "p99",
+    ):
+        assert label in out
+    assert "PARTIAL" not in out
+
+
+def test_json_keys_and_agreement_with_model(capsys, r2):
+    code, out, _ = run(capsys, "simulate", r2, "--trials", "200000", "--seed", "3", "--json")
+    assert code == 0
+    data = json.loads(out)
+    for key in (
+        "success",
+        "silent_failure",
+        "detected_failure",
+        "expected_attempts",
+        "expected_cost",
+        "cost_per_success",
+    ):
+        assert f"{key}_se" in data and len(data[f"{key}_ci"]) == 2
+    assert data["trials"] == 200000 and data["seed"] == 3 and data["partial"] is False
+    assert data["method"] == "montecarlo"
+    assert set(data["percentiles"]) == {"cost", "attempts"}
+    for key, exact in zip(("success", "silent_failure", "detected_failure"), R2_EXACT):
+        se = math.sqrt(exact * (1 - exact) / data["trials"])
+        assert abs(data[key] - exact) < 5 * se
+
+
+def test_same_seed_same_output_whatever_threads(capsys, r4):
+    outputs = set()
+    for threads in ("1", "2"):
+        code, out, _ = run(
+            capsys,
+            "simulate",
+            r4,
+            "--trials",
+            "150000",
+            "--seed",
+            "11",
+            "--threads",
+            threads,
+            "--json",
+        )
+        assert code == 0
+        outputs.add(out)
+    assert len(outputs) == 1
+    _, other, _ = run(capsys, "simulate", r4, "--trials", "150000", "--seed", "12", "--json")
+    assert other not in outputs
+
+
+def test_without_seed_the_drawn_seed_is_printed_and_reproduces(capsys, r4):
+    _, out, _ = run(capsys, "simulate", r4, "--trials", "5000", "--json")
+    first = json.loads(out)
+    assert isinstance(first["seed"], int)
+    _, again, _ = run(
+        capsys, "simulate", r4, "--trials", "5000", "--seed", str(first["seed"]), "--json"
+    )
+    assert json.loads(again) == first
+
+
+def test_record(capsys, r4):
+    code, out, _ = run(
+        capsys, "simulate", r4, "--trials", "1000", "--seed", "2", "--record", "4", "--json"
+    )
+    rows = json.loads(out)["trajectories"]
+    assert code == 0 and [row["trial"] for row in rows] == [0, 1, 2, 3]
+    assert set(rows[0]) == {
+        "trial",
+        "outcome",
+        "attempts",
+        "cost",
+        "retries_used",
+        "rollbacks",
+        "first_wrong_step",
+        "caught_at",
+        "stopped_at",
+    }
+    for row in rows:
+        assert row["outcome"] in ("success", "silent_failure", "detected_failure")
+        assert (row["stopped_at"] is None) == (row["outcome"] != "detected_failure")
+    code, out, _ = run(capsys, "simulate", r4, "--trials", "1000", "--seed", "2", "--record", "4")
+    assert "first_wrong_step" in out and "caught_at" in out
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch, capsys, r2):
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["simulate", r2, "--trials", "300000", "--seed", "1"]) == 0
+    assert "trial" in terminal.getvalue()  # tqdm's bar, with its unit
+    monkeypatch.undo()
+    assert capsys.readouterr().err == ""
+
+
+class InterruptingBar:
+    """Stands in for the progress bar: Ctrl-C after the second finished chunk."""
+
+    def __init__(self):
+        self.updates = 0
+
+    def update(self, trials):
+        self.updates += 1
+        if self.updates == 2:
+            raise KeyboardInterrupt
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ctrl_c_prints_the_partial_estimate_and_exits_130(monkeypatch, capsys, r2, as_json):
+    monkeypatch.setattr(simulate_command, "_progress_bar", lambda trials: InterruptingBar())
+    argv = ["simulate", r2, "--trials", "5000000", "--seed", "5", "--threads", "1"]
+    code, out, err = run(capsys, *argv, *(["--json"] if as_json else []))
+    assert code == 130
+    assert err.startswith("relsim: interrupted: the estimate covers") and err.count("\n") == 1
+    if as_json:
+        data = json.loads(out)
+        assert data["partial"] is True and 0 < data["trials"] < 5000000
+    else:
+        assert out.startswith("PARTIAL RESULT: interrupted after")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--trials", "0"], "--trials: must be an integer >= 1"),
+        (["--trials", "many"], "--trials: must be an integer >= 1"),
+        (["--trials", "10", "--threads", "0"], "--threads: must be an integer >= 1"),
+        (["--trials", "10", "--seed", "-3"], "--seed: must be an integer >= 0"),
+        (["--trials", "10", "--record", "-1"], "--record: must be an integer >= 0"),
+        ([], "--trials"),
+    ],
+)
+def test_bad_arguments_one_line_exit_2(capsys, r2, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", r2, *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and err.count("\n") == 1
+
+
+def test_bad_scenario_files_one_line_exit_2(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("steps = 5\np = 0.9\n[verifier]\nmis = 0.1\n")
+    code, _, err = run(capsys, "simulate", str(bad), "--trials", "10")
+    assert code == 2 and "verifier.mis" in err and "miss" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "simulate", str(tmp_path / "missing.toml"), "--trials", "10")
+    assert code == 2 and "missing.toml" in err and err.count("\n") == 1
+
+
+def test_piped_run_has_no_progress_bar_and_no_traceback(r4):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relsim",
+            "simulate",
+            r4,
+            "--trials",
+            "20000",
+            "--seed",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and result.stderr == ""
+    assert json.loads(result.stdout)["trials"] == 20000
