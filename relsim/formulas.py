@@ -1177,6 +1177,13 @@ def checkpoint_interval(p: Any, checkpoint_cost: Any) -> Any:
     catches every error); round it to an integer ``every >= 1`` for a scenario. ``p = 1``
     gives infinity (never checkpoint).
 
+    Young's factor 2 assumes a failure is seen when it happens, so on average half a segment
+    is lost. In relsim's model (MODEL.md section 3) a wrong step is seen only at the next
+    checkpoint and the whole segment is redone: the cost per step is about
+    :math:`(1 + C/k)\,p^{-k}`, whose minimum is near :math:`\sqrt{C/(1-p)}`, this value over
+    :math:`\sqrt 2`. ``relsim.plan.checkpoints`` finds the exact spacing; the test suite checks
+    that it lies nearer to ``checkpoint_interval / sqrt(2)`` than to this value.
+
     Parameters
     ----------
     p : float or array_like

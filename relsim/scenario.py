@@ -321,7 +321,7 @@ def _validate(s: Scenario) -> None:
     n = s.steps
     _set(s, "p", _probabilities(s.p, "p", n))
     if s.target is not None:
-        target = _number(s.target, "target")
+        target = _number(s.target, "target", "a number in (0, 1]")
         if not 0.0 < target <= 1.0:
             raise ScenarioError(f"target: must be in (0, 1], got {_show(s.target)}")
         _set(s, "target", target)
@@ -408,24 +408,24 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _number(value: Any, key: str) -> float:
+def _number(value: Any, key: str, allowed: str = "a number") -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ScenarioError(f"{key}: must be a number, got {_show(value)}")
+        raise ScenarioError(f"{key}: must be {allowed}, got {_show(value)}")
     value = float(value)
     if math.isnan(value):
-        raise ScenarioError(f"{key}: must be a number, got nan")
+        raise ScenarioError(f"{key}: must be {allowed}, got nan")
     return value
 
 
 def _probability(value: Any, key: str) -> float:
-    number = _number(value, key)
+    number = _number(value, key, "a number in [0, 1]")
     if not 0.0 <= number <= 1.0:
         raise ScenarioError(f"{key}: must be in [0, 1], got {_show(value)}")
     return number
 
 
 def _nonnegative(value: Any, key: str) -> float:
-    number = _number(value, key)
+    number = _number(value, key, "a finite number >= 0")
     if not 0.0 <= number < math.inf:
         raise ScenarioError(f"{key}: must be a finite number >= 0, got {_show(value)}")
     return number

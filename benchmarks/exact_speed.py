@@ -1,0 +1,171 @@
+"""How fast the exact engine is, and how its time grows (issue 3 item 7).
+
+    python3 benchmarks/exact_speed.py [--repeat R]
+
+Prints tables of wall-clock time per ``relsim.evaluate`` call (best of R runs, after one warm
+run) for:
+
+1. the target scenario: 200 steps, 3 retries per step, a task budget of 40, checkpoints every
+   10 steps with 3 rollbacks, confusion and both random effects (target: under 3 s);
+2. 25-step scenarios, from the plain lesson to every feature at once (target: under 0.2 s);
+3. growth with the number of steps, with the budgets (per step, total, rollbacks), and with the
+   quadrature (random-effect sizes and tolerance; the task-effect node count is printed);
+4. references measured in the same run: the closed forms of relsim.formulas on the cases they
+   cover, as a ratio.
+
+Times depend on the machine and on what else runs on it; the figures in benchmarks/README.md
+say where they were measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+from relsim import Scenario, formulas
+from relsim.exact import DEFAULT_TOL, _evaluate
+
+
+def _best(fn, repeat: int) -> float:
+    fn()  # warm: imports, first allocations
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _target(steps=200, per_step=3, total=40, every=10, rollbacks=3, task_sd=0.5, step_sd=0.5,
+            confusion=True) -> dict:
+    data = {
+        "steps": steps,
+        "p": 0.95,
+        "verifier": {"miss": 0.05, "false_reject": 0.02},
+        "retries": {"per_step": per_step, "total": total},
+        "checkpoints": {"every": every, "detect": 0.9, "false_alarm": 0.02,
+                        "rollbacks": rollbacks},
+        "correlation": {"task_sd": task_sd, "step_sd": step_sd},
+        "cost": {"attempt": 1.0, "verify": 0.1, "checkpoint": 0.5, "rollback": 1.0},
+    }
+    if confusion:
+        data["correlation"]["confusion"] = {"enter": 0.3, "recover": 0.5, "factor": 0.7}
+    return data
+
+
+def _row(label: str, data: dict, repeat: int, tol: float = DEFAULT_TOL, base: float | None = None,
+         limit: float | None = None) -> float:
+    s = Scenario.from_dict(data)
+    _, nodes = _evaluate(s, tol)
+    seconds = _best(lambda: _evaluate(s, tol), repeat)
+    ratio = "" if base is None else f"{seconds / base:8.2f}x"
+    verdict = "" if limit is None else ("  ok" if seconds < limit else "  OVER")
+    print(f"  {label:44} {1e3 * seconds:10.1f} ms {nodes:6d} {ratio:>9}{verdict}")
+    return seconds
+
+
+def _header(title: str) -> None:
+    print()
+    print(title)
+    print(f"  {'case':44} {'time':>13} {'z nodes':>6} {'ratio':>9}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case (best is kept)")
+    repeat = parser.parse_args().repeat
+
+    print(f"relsim exact engine, {platform.python_implementation()} {platform.python_version()}, "
+          f"numpy {np.__version__}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.2f}")
+
+    _header("1. the target scenario (limit 3 s)")
+    _row("200 steps, r=3, total 40, ck/10, 3 rollbacks, all", _target(), repeat, limit=3.0)
+
+    _header("2. 25-step scenarios (limit 0.2 s)")
+    rng = np.random.default_rng(3)
+    hetero = [round(float(x), 3) for x in rng.uniform(0.7, 0.99, 25)]
+    cases = {
+        "lesson: p 0.9, miss 0.1, r=3": {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
+                                         "retries": {"per_step": 3}},
+        "confusion, r=3": {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
+                           "retries": {"per_step": 3}, "correlation": {
+                               "confusion": {"enter": 0.5, "recover": 0.3, "factor": 0.6}}},
+        "task_sd 1, no verifier": {"steps": 25, "p": 0.9, "correlation": {"task_sd": 1.0}},
+        "all features, uniform p": _target(steps=25, every=5),
+        "all features, 25 different p": {**_target(steps=25, every=5), "p": hetero},
+        "all features, 25 p, sds 2": {**_target(steps=25, every=5, task_sd=2.0, step_sd=2.0),
+                                      "p": hetero},
+        "all, 25 p, r=5, total 60, ck every step, 10 rb": {
+            **_target(steps=25, per_step=5, total=60, every=1, rollbacks=10), "p": hetero},
+    }
+    for label, data in cases.items():
+        _row(label, data, repeat, limit=0.2)
+
+    _header("3a. growth with steps (all features, ratio to 25 steps)")
+    base = None
+    for steps in (25, 50, 100, 200, 400):
+        seconds = _row(f"{steps} steps", _target(steps=steps), repeat, base=base)
+        base = base or seconds
+
+    _header("3b. growth with budgets (200 steps, all features, ratio to the target)")
+    base = _row("per_step 3, total 40, rollbacks 3 (the target)", _target(), repeat)
+    for label, changes in [
+        ("total 10", {"total": 10}),
+        ("total 20", {"total": 20}),
+        ("total 80", {"total": 80}),
+        ("per_step 1", {"per_step": 1}),
+        ("per_step 6", {"per_step": 6}),
+        ("rollbacks 0", {"rollbacks": 0}),
+        ("rollbacks 6", {"rollbacks": 6}),
+        ("no task budget (total 10000)", {"total": 10_000}),
+    ]:
+        _row(label, _target(**changes), repeat, base=base)
+
+    _header("3c. growth with the quadrature (200 steps, all features, ratio to no effects)")
+    base = _row("no random effects", _target(task_sd=0.0, step_sd=0.0), repeat)
+    for label, changes, tol in [
+        ("step_sd 0.5 only", {"task_sd": 0.0}, DEFAULT_TOL),
+        ("task_sd 0.5 only", {"step_sd": 0.0}, DEFAULT_TOL),
+        ("both 0.5 (the target)", {}, DEFAULT_TOL),
+        ("both 1.0", {"task_sd": 1.0, "step_sd": 1.0}, DEFAULT_TOL),
+        ("both 2.0", {"task_sd": 2.0, "step_sd": 2.0}, DEFAULT_TOL),
+        ("both 3.0", {"task_sd": 3.0, "step_sd": 3.0}, DEFAULT_TOL),
+        ("both 0.5, tol 1e-6", {}, 1e-6),
+        ("both 0.5, tol 1e-10", {}, 1e-10),
+        ("both 0.5, tol 1e-12", {}, 1e-12),
+    ]:
+        _row(label, _target(**changes), repeat, tol=tol, base=base)
+
+    print()
+    print("4. against the closed forms, measured in the same run (cases they cover)")
+    print(f"  {'case':44} {'engine':>10} {'closed':>10} {'ratio':>9}")
+    p = [0.9] * 200
+    for label, data, closed in [
+        ("verified chain, 200 steps, r=3",
+         {"steps": 200, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 3}},
+         lambda: formulas.verified_chain(p, 3, miss=0.1)),
+        ("confusion chain, 200 steps, r=3",
+         {"steps": 200, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 3},
+          "correlation": {"confusion": {"enter": 0.5, "recover": 0.3, "factor": 0.6}}},
+         lambda: formulas.confusion_chain(0.9, 200, 0.5, 0.3, 0.6, retries=3, miss=0.1)),
+        ("shared budget, 200 steps, total 40",
+         {"steps": 200, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"total": 40}},
+         lambda: formulas.shared_budget_success(0.9, 200, 40)),
+        ("logit-normal chain, 200 steps, task_sd 1",
+         {"steps": 200, "p": 0.9, "correlation": {"task_sd": 1.0}},
+         lambda: formulas.logit_normal_chain(0.9, 200, 1.0)),
+    ]:
+        s = Scenario.from_dict(data)
+        engine = _best(lambda: _evaluate(s, DEFAULT_TOL), repeat)
+        reference = _best(closed, repeat)
+        print(f"  {label:44} {1e3 * engine:7.1f} ms {1e3 * reference:7.2f} ms "
+              f"{engine / reference:8.1f}x")
+
+
+if __name__ == "__main__":
+    main()

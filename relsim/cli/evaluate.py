@@ -1,0 +1,88 @@
+"""``relsim evaluate``: the exact outcome of a scenario file.
+
+::
+
+    relsim evaluate SCENARIO.toml [--json]
+
+Prints the split of outcomes (success, silent failure, detected failure), the expected
+attempts and cost per trial, the cost per success and, when the scenario sets ``target``,
+whether the design meets it and by how much. ``--json``: ``Outcome.to_dict()`` (MODEL.md
+section 3's keys), plus ``target``, ``meets_target`` and ``margin`` when a target is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from relsim.cli._args import EXIT_OK, print_json
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="exact outcome of a scenario file",
+        description=(
+            "Evaluate a scenario (MODEL.md section 3) exactly: how often a trial succeeds, "
+            "fails silently or fails detectably, how many attempts it makes, what it costs, "
+            "and whether it meets the scenario's target."
+        ),
+    )
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from relsim.exact import evaluate
+    from relsim.scenario import Scenario
+
+    scenario = Scenario.from_toml(args.scenario)
+    outcome = evaluate(scenario)
+    if args.json:
+        result = outcome.to_dict()
+        if scenario.target is not None:
+            result["target"] = scenario.target
+            result["meets_target"] = outcome.success >= scenario.target
+            result["margin"] = outcome.success - scenario.target
+        print_json(result)
+    else:
+        print(summary(scenario, args.scenario, outcome))
+    return EXIT_OK
+
+
+def summary(scenario: Any, path: str, outcome: Any) -> str:
+    """The readable report of one exact evaluation."""
+    title = scenario.name or path
+    lines = [f"{title}: {scenario.steps} steps, exact", ""]
+    for key, label in (
+        ("success", "success"),
+        ("silent_failure", "silent failure"),
+        ("detected_failure", "detected failure"),
+    ):
+        value = getattr(outcome, key)
+        lines.append(f"{label:20} {value:>10.6f}   {100 * value:6.2f}%")
+    lines.append("")
+    lines.append(f"{'attempts per trial':20} {_number(outcome.expected_attempts):>10}")
+    lines.append(f"{'cost per trial':20} {_number(outcome.expected_cost):>10}")
+    lines.append(f"{'cost per success':20} {_number(outcome.cost_per_success):>10}")
+    if scenario.target is not None:
+        lines.append("")
+        margin = outcome.success - scenario.target
+        if margin >= 0:
+            verdict = f"met, {_points(margin)} above"
+        else:
+            verdict = f"NOT met, {_points(-margin)} short"
+        lines.append(f"target {scenario.target:g}: {verdict} (success {outcome.success:.6f})")
+    return "\n".join(lines)
+
+
+def _points(difference: float) -> str:
+    return f"{100 * difference:.2f} percentage points"
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return "inf"
+    return f"{value:.6g}"

@@ -1,0 +1,118 @@
+"""``relsim solve SCENARIO.toml --for QUANTITY [--target T] [--json]``: the planner.
+
+``relsim.cli.solve`` parses the command line and hands a positional SCENARIO here
+(:func:`run_scenario`). Output is readable by default; ``--json`` prints :meth:`Plan.to_dict`.
+An infeasible plan exits with status 3 and still says why and what the ceiling is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json
+
+#: What each ``--for`` plans, for the readable output.
+_WHAT = {
+    "retries": "retries per step",
+    "total": "task-wide retry budget",
+    "allocation": "retries per step (allocation)",
+    "verifier": "largest miss",
+    "p": "least per-attempt success p",
+    "checkpoints": "checkpoint spacing (every)",
+}
+
+
+def run_scenario(args: argparse.Namespace) -> int:
+    """Plan ``args.for_`` for the scenario file ``args.scenario``; returns the exit status.
+
+    Reads ``args.scenario`` (a path), ``args.for_`` (one of :data:`relsim.plan.QUANTITIES`),
+    ``args.target`` (None: the scenario's ``target``) and ``args.json``. Bad input raises
+    ValueError (the frame prints it and exits 2).
+    """
+    from relsim import plan as planner
+    from relsim.scenario import Scenario
+
+    for_ = getattr(args, "for_", None)
+    if for_ is None:
+        raise ValueError(f"--for: give one of {', '.join(planner.QUANTITIES)}")
+    if for_ not in planner.QUANTITIES:
+        raise ValueError(f"--for: must be one of {', '.join(planner.QUANTITIES)}, got {for_!r}")
+    scenario = Scenario.from_toml(args.scenario)
+    target = getattr(args, "target", None)
+    if target is None:
+        target = scenario.target
+    if target is None:
+        raise ValueError(
+            f"--target: give a target in (0, 1]; {args.scenario} sets no 'target' either"
+        )
+    try:
+        result = planner.solve(scenario, for_, target)
+    except ValueError as error:
+        if for_ == "checkpoints" and str(error).startswith("checkpoints:"):
+            raise ValueError(f"{args.scenario}: {error}") from None
+        raise
+    if getattr(args, "json", False):
+        print_json(result.to_dict())
+    else:
+        print(format_plan(result, scenario_name=scenario.name or str(args.scenario)))
+    return EXIT_OK if result.feasible else EXIT_INFEASIBLE
+
+
+def format_plan(result: Any, scenario_name: str = "") -> str:
+    """The readable form of a :class:`relsim.plan.Plan`."""
+    lines = []
+    title = f"{scenario_name}: " if scenario_name else ""
+    lines.append(
+        f"{title}plan for {result.for_}, target {result.target:g} "
+        f"({result.scenario.steps} steps)"
+    )
+    label = _WHAT.get(result.for_, result.for_)
+    if result.feasible:
+        lines.append(f"  {label:<30} {_show_value(result.value)}")
+    else:
+        lines.append("  INFEASIBLE: no value reaches the target")
+        lines.append(f"  {'ceiling':<30} {result.ceiling:.6f}")
+        lines.append(f"  {'binding constraint':<30} {result.binding}")
+        lines.append(f"  {'nearest design':<30} {_show_value(result.value)}")
+    lines.append(f"  {'success':<30} {result.success:.6f}")
+    lines.append(f"  {'expected cost':<30} {result.expected_cost:.6f}")
+    lines.append(f"  {'cost per success':<30} {_show_number(result.cost_per_success)}")
+    details = result.details or {}
+    if result.for_ == "verifier" and "false_reject" in details:
+        other = details["false_reject"]
+        if other.get("feasible"):
+            lines.append(
+                f"  {'largest false_reject':<30} {_show_value(other['value'])} "
+                f"(keeping miss; success {other['success']:.6f})"
+            )
+        else:
+            lines.append(f"  {'largest false_reject':<30} none reaches the target")
+    if result.for_ == "allocation" and "method" in details:
+        lines.append(f"  {'method':<30} {details['method']}")
+        gap = details.get("gap")
+        if gap is None:
+            lines.append(f"  {'gap to the optimum':<30} no bound known")
+        elif "lower_bound" in details:
+            lines.append(
+                f"  {'gap to the optimum':<30} at most {gap:.6g} "
+                f"(lower bound {details['lower_bound']:.6f})"
+            )
+        else:
+            lines.append(f"  {'gap to the optimum':<30} 0 (exact)")
+    if not result.feasible and result.reason:
+        lines.append(f"  why: {result.reason}")
+    return "\n".join(lines)
+
+
+def _show_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _show_number(value: float) -> str:
+    return "inf" if not math.isfinite(value) else f"{value:.6f}"

@@ -1,0 +1,570 @@
+"""Exact evaluation of a scenario: a forward pass over a finite Markov chain, with quadrature.
+
+MODEL.md section 3 defines one trial. Conditional on the task effect ``z`` the trial is a finite
+Markov chain over the states
+
+    (rollbacks_used, i, retries_used, seg_tainted, doomed, confusion state)
+
+(``seg_start`` is a function of ``i``: the last checkpoint position at or before it). A rollback
+raises ``rollbacks_used`` and every other move raises ``i``, so sweeping ``rollbacks_used`` in
+the outer loop and ``i`` in the inner one visits every state after all of its predecessors:
+one forward pass of probability mass is exact. Expected attempts and cost follow by linearity:
+each step execution adds its expected attempts times the mass that starts it, each checkpoint
+and rollback its cost times the mass that meets it.
+
+One execution of a step (its first attempt and the retries inside it) is summarised by a
+kernel: the probability of being accepted after exactly ``k`` rejections with a correct or a
+wrong result, leaving in each confusion state, and the probability of exhausting a budget of
+``b`` retries. The step effect ``u`` is fresh for each execution and shared by its retries, so
+the kernel is integrated over ``u`` before it enters the chain. The task effect ``z`` is shared
+by the whole trial, so the chain runs for many ``z`` nodes at once (numpy broadcasting) and
+the outcomes are integrated over ``z`` at the end.
+
+The task-effect integral is an adaptive Gauss-Kronrod (7-15) rule against the normal density
+on ``[-8.5, 8.5]`` (outside it lies 2e-17 of the mass). A Gauss-Hermite rule, the obvious
+choice, does not converge fast enough here: for a long chain with a large task effect the
+conditional success is a steep function of ``z`` (a step's failure rate falls like
+``exp(-(r+1) sd z)``), and 128 Hermite nodes still miss the success of a 200-step chain with
+``task_sd = 3`` by more than 1e-6. The step-effect integral is a convolution of a function of the logit,
+``K(y) = E k(y + step_sd u)``; it is computed by the trapezoidal rule on one grid of logits
+shared by every ``z`` node, which converges geometrically for these analytic integrands and
+checks itself against the rule on every other grid point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from relsim.results import Outcome
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relsim.scenario import Scenario
+
+__all__ = ["evaluate"]
+
+#: Default error tolerance of the quadrature (an estimate that is pessimistic by orders of
+#: magnitude: tests/test_exact.py measures the true error below 1e-10 at this setting).
+DEFAULT_TOL = 1e-8
+
+# Flags of a state: bit 0 = the current segment holds an accepted wrong result (seg_tainted),
+# bit 1 = a wrong result passed a checkpoint unseen (doomed).
+_TAINTED, _DOOMED = 1, 2
+# Rows of the conditional result returned by the forward pass.
+_SUCCESS, _SILENT, _DETECTED, _ATTEMPTS, _COST = range(5)
+
+
+def evaluate(scenario: "Scenario", *, tol: float = DEFAULT_TOL) -> Outcome:
+    r"""Exact outcome of a scenario (MODEL.md section 3), with every feature combined.
+
+    The probabilities of success, silent failure and detected failure, the expected number of
+    attempts and the expected cost of one trial. Without random effects the answer is exact up
+    to rounding (1e-12 or better). With them, the task effect :math:`z` and each execution's
+    step effect :math:`u` (both standard normal) enter through
+
+    .. math::
+
+        p' = \operatorname{expit}\left(\operatorname{logit} p_i
+             + \sigma_{\text{task}} z + \sigma_{\text{step}} u\right),
+        \qquad
+        \Pr(\text{outcome}) = \int \phi(z)\, \Pr(\text{outcome} \mid z)\, dz,
+
+    computed by quadrature to ``tol``: adaptive Gauss-Kronrod over :math:`z`, and a
+    self-checking trapezoidal rule over :math:`u` inside each step's kernel.
+
+    Parameters
+    ----------
+    scenario : relsim.Scenario
+        The design to evaluate.
+    tol : float, default 1e-8
+        Error tolerance of the quadrature, in (0, 1e-3]. The estimate is pessimistic: the
+        true error at the default is below 1e-10 in the tests. Unused without random effects.
+
+    Returns
+    -------
+    relsim.Outcome
+        With ``method="exact"``.
+
+    Raises
+    ------
+    ValueError
+        When ``tol`` is not a number in (0, 1e-3].
+
+    Examples
+    --------
+    A 25-step chain with ``p = 0.9``, a perfect verifier and two retries per step (MODEL.md
+    R1): each step succeeds with :math:`1 - 0.1^3`, so the task with :math:`0.999^{25}`.
+
+    >>> from relsim import Scenario, evaluate
+    >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0},
+    ...                         "retries": {"per_step": 2}})
+    >>> out = evaluate(s)
+    >>> round(out.success, 6), round(out.detected_failure, 6), round(out.expected_attempts, 6)
+    (0.975298, 0.024702, 27.419539)
+    """
+    values, _ = _evaluate(scenario, tol)
+    success, silent, detected = (min(1.0, max(0.0, float(values[k]))) for k in range(3))
+    return Outcome(
+        success=success,
+        silent_failure=silent,
+        detected_failure=detected,
+        expected_attempts=float(values[_ATTEMPTS]),
+        expected_cost=float(values[_COST]),
+        method="exact",
+    )
+
+
+def _evaluate(scenario: "Scenario", tol: float) -> tuple[np.ndarray, int]:
+    """The five expectations and the number of task-effect nodes used."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (
+        0.0 < tol <= 1e-3
+    ):
+        raise ValueError(f"tol: must be a number in (0, 1e-3], got {tol!r}")
+    model = _Model.from_scenario(scenario, float(tol))
+    grids: dict[tuple, _StepEffectGrid] = {}  # shared by every round of task-effect nodes
+    if model.task_sd == 0.0:
+        return _conditional(model, np.zeros(1), grids)[:, 0], 1
+
+    def conditional(z: np.ndarray) -> np.ndarray:
+        # with a row of ones: dividing by its integral makes the weights sum to exactly 1
+        return np.vstack([_conditional(model, model.task_sd * z, grids), np.ones(z.size)])
+
+    values, used = _integrate_normal(conditional, float(tol))
+    return values[:-1] / values[-1], used
+
+
+# ----------------------------------------------------------------------------- the model
+@dataclass(frozen=True)
+class _Model:
+    """The scenario as plain arrays."""
+
+    steps: int
+    p: np.ndarray  # (steps,) per-attempt success before the random effects
+    miss: np.ndarray  # (steps,) P(accept | wrong), 1 without a verifier
+    false_reject: np.ndarray  # (steps,)
+    cap: np.ndarray  # (steps,) retries allowed per execution (per_step, capped by total)
+    total: int | None  # the task-wide budget when it can bind, else None
+    attempt_cost: np.ndarray  # (steps,) attempt + verify cost
+    positions: frozenset[int]
+    detect: float
+    false_alarm: float
+    rollbacks: int
+    checkpoint_cost: float
+    rollback_cost: float
+    confusion: tuple[float, float, float] | None  # enter, recover, factor
+    task_sd: float
+    step_sd: float
+    kernel_tol: float  # tolerance of each step kernel's integral over u
+
+    @classmethod
+    def from_scenario(cls, s: "Scenario", tol: float) -> "_Model":
+        ck = s.checkpoints
+        rollbacks = 0 if ck is None else ck.rollbacks
+        total = s.total_retries
+        cap = np.array(s.per_step_array, dtype=np.int64)
+        if total is not None:
+            cap = np.minimum(cap, total)
+            # Each step runs at most rollbacks + 1 times, so a total that covers every
+            # possible retry never binds, and its counter need not be tracked.
+            if total >= int(cap.sum()) * (rollbacks + 1):
+                total = None
+        conf = s.correlation.confusion
+        return cls(
+            steps=s.steps,
+            p=np.array(s.p_array, dtype=float),
+            miss=np.array(s.miss_array, dtype=float),
+            false_reject=np.array(s.false_reject_array, dtype=float),
+            cap=cap,
+            total=total,
+            attempt_cost=np.array(s.attempt_cost_array, dtype=float) + s.cost.verify,
+            positions=frozenset(s.checkpoint_positions),
+            detect=1.0 if ck is None else ck.detect,
+            false_alarm=0.0 if ck is None else ck.false_alarm,
+            rollbacks=rollbacks,
+            checkpoint_cost=s.cost.checkpoint,
+            rollback_cost=s.cost.rollback,
+            confusion=None if conf is None else (conf.enter, conf.recover, conf.factor),
+            task_sd=s.correlation.task_sd,
+            step_sd=s.correlation.step_sd,
+            # An error in a kernel reaches the outcome once per execution of its step, and a
+            # trial has at most steps * (rollbacks + 1) executions.
+            kernel_tol=tol / (s.steps * (rollbacks + 1)),
+        )
+
+    @property
+    def n_conf(self) -> int:
+        return 1 if self.confusion is None else 2
+
+    @property
+    def n_flags(self) -> int:
+        # Without checkpoints nothing is ever doomed: the tainted bit is enough.
+        return 4 if self.positions else 2
+
+    def step_key(self, step: int) -> tuple[float, float, float, int]:
+        """Steps with equal keys share a kernel."""
+        return (
+            float(self.p[step]),
+            float(self.miss[step]),
+            float(self.false_reject[step]),
+            int(self.cap[step]),
+        )
+
+
+# ------------------------------------------------------------------------- quadrature
+# Gauss-Kronrod 7-15 on [-1, 1] (QUADPACK qk15): the Kronrod nodes and weights, and the weights
+# of the 7-point Gauss rule on the odd-indexed nodes.
+_XGK = np.array([
+    0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
+    0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
+    0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
+    0.207784955007898467600689403773245, 0.0,
+])  # fmt: skip
+_WGK = np.array([
+    0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
+    0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
+    0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
+    0.204432940075298892414161999234649, 0.209482141084727828012999174891714,
+])  # fmt: skip
+_WG = np.array([
+    0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
+    0.381830050505118944950369775488975, 0.417959183673469387755102040816327,
+])  # fmt: skip
+
+
+_GK_NODES = np.concatenate([-_XGK[:-1], [0.0], _XGK[:-1][::-1]])
+_GK_WEIGHTS = np.concatenate([_WGK, _WGK[:-1][::-1]])
+_G_WEIGHTS = np.zeros(15)
+_G_WEIGHTS[1:7:2] = _WG[:3]
+_G_WEIGHTS[7] = _WG[3]
+_G_WEIGHTS[8:] = _G_WEIGHTS[:7][::-1]
+
+#: Integration range for a standard normal effect; P(|Z| > 8.5) = 1.9e-17.
+_LIMIT = 8.5
+_START_EDGES = np.array([-_LIMIT, -5.0, -2.5, 0.0, 2.5, 5.0, _LIMIT])
+_MIN_WIDTH = 1e-6
+
+
+def _integrate_normal(
+    f: Callable[[np.ndarray], np.ndarray], tol: float
+) -> tuple[np.ndarray, int]:
+    r"""Adaptive Gauss-Kronrod integral of a vector function against the normal density.
+
+    .. math::
+
+        I = \int_{-8.5}^{8.5} f(x)\,\phi(x)\,dx
+
+    ``f`` maps nodes of shape ``(m,)`` to values of shape ``(..., m)``; every round evaluates
+    all new panels in one call. A panel is kept when its error estimate (QUADPACK's
+    :math:`(200\,|K_{15} - G_7|)^{3/2}`, relative to :math:`\max(1, |I|)` per component) is
+    within its share of ``tol``, and halved otherwise; so the kept errors sum to at most
+    ``tol``. Returns the integral and the number of nodes used.
+    """
+    pending = np.stack([_START_EDGES[:-1], _START_EDGES[1:]], axis=1)  # (panels, 2)
+    total: np.ndarray | float = 0.0
+    used = 0
+    while len(pending):
+        middle = pending.mean(axis=1)
+        half = (pending[:, 1] - pending[:, 0]) / 2
+        x = middle[:, None] + half[:, None] * _GK_NODES  # (panels, 15)
+        values = f(x.ravel())
+        values = values.reshape(values.shape[:-1] + x.shape)
+        used += x.size
+        weight = half[:, None] * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        kronrod = np.einsum("...pk,pk->...p", values, weight * _GK_WEIGHTS)
+        gauss = np.einsum("...pk,pk->...p", values, weight * _G_WEIGHTS)
+        scale = np.maximum(1.0, np.abs(total + kronrod.sum(axis=-1)))[..., None]
+        raw = np.abs(kronrod - gauss) / scale
+        estimate = np.minimum(raw, (200.0 * raw) ** 1.5)
+        worst = estimate.reshape(-1, len(pending)).max(axis=0)
+        done = (worst <= tol * 2 * half / (2 * _LIMIT)) | (half < _MIN_WIDTH)
+        total = total + kronrod[..., done].sum(axis=-1)
+        split = pending[~done]
+        cut = split.mean(axis=1)
+        pending = np.concatenate(
+            [np.stack([split[:, 0], cut], axis=1), np.stack([cut, split[:, 1]], axis=1)]
+        )
+    return np.asarray(total), used
+
+
+def _shift(p: float, x: np.ndarray) -> np.ndarray:
+    r""":math:`\operatorname{expit}(\operatorname{logit} p + x)`; p of exactly 0 or 1 stays."""
+    if p <= 0.0 or p >= 1.0:
+        return np.full(x.shape, p)
+    logit = math.log(p) - math.log1p(-p)
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-(logit + x)))
+
+
+# ------------------------------------------------------------------- one step execution
+@dataclass(frozen=True)
+class _Kernel:
+    """One execution of a step, integrated over the step effect, for every z node.
+
+    The chain state within a (layer, position, retries used) cell is ``s = flags * C + c``
+    (flags: tainted and doomed bits; ``c``: the confusion state). ``move[k, z, s, s2]``:
+    accepted after exactly ``k`` rejections, moving from ``s`` to ``s2`` (an accepted wrong
+    result sets the tainted bit). ``lost[z, r * S + s, :]``: from ``s`` with ``r`` retries
+    used, the probability that the execution runs out of retries, and its expected attempts.
+    """
+
+    move: np.ndarray
+    lost: np.ndarray
+
+
+def _attempt_matrices(
+    model: _Model, step: int, p_focused: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-attempt moves over the confusion states, for an array of :math:`p'`.
+
+    With :math:`T^{+}` (correct) and :math:`T^{-}` (wrong) the moves of one attempt between
+    confusion states, returns :math:`(A, J)`: :math:`A = [(1-f) T^{+} \mid m T^{-}]`
+    (accepted; correct block first) and :math:`J = f T^{+} + (1-m) T^{-}` (rejected).
+    """
+    c = model.n_conf
+    correct = np.zeros(p_focused.shape + (c, c))
+    wrong = np.zeros(p_focused.shape + (c, c))
+    if model.confusion is None:
+        correct[..., 0, 0] = p_focused
+        wrong[..., 0, 0] = 1.0 - p_focused
+    else:
+        enter, recover, factor = model.confusion
+        p_confused = p_focused * factor
+        correct[..., 0, 0] = p_focused
+        correct[..., 1, 0] = p_confused * recover
+        correct[..., 1, 1] = p_confused * (1.0 - recover)
+        wrong[..., 0, 0] = (1.0 - p_focused) * (1.0 - enter)
+        wrong[..., 0, 1] = (1.0 - p_focused) * enter
+        wrong[..., 1, 1] = 1.0 - p_confused
+    miss, false_reject = model.miss[step], model.false_reject[step]
+    accept = np.concatenate([correct * (1.0 - false_reject), wrong * miss], axis=-1)
+    reject = correct * false_reject + wrong * (1.0 - miss)
+    return accept, reject
+
+
+def _kernel_values(model: _Model, step: int, p_focused: np.ndarray) -> np.ndarray:
+    r"""Accept and exhaust probabilities for each :math:`p'`, flattened, nodes last.
+
+    .. math::
+
+        \text{accept}_k = J^k A,\qquad \text{exhaust}_b = J^{b+1}\mathbf{1},
+        \qquad k, b = 0..\text{cap}.
+
+    Returns shape ``(cap + 1, z, 2 C^2 + C)`` for ``p_focused`` of shape ``(z,)``, and
+    ``(cap + 1, z, 2 C^2 + C, u)`` for shape ``(z, u)``.
+    """
+    cap = int(model.cap[step])
+    accept_now, reject = _attempt_matrices(model, step, p_focused)
+    power = np.broadcast_to(np.eye(model.n_conf), reject.shape)
+    accept, exhaust = [], []
+    for _ in range(cap + 1):
+        accept.append(power @ accept_now)
+        power = power @ reject
+        exhaust.append(power.sum(axis=-1))
+    values = np.concatenate(
+        [
+            np.stack(accept).reshape(cap + 1, *p_focused.shape, -1),
+            np.stack(exhaust).reshape(cap + 1, *p_focused.shape, -1),
+        ],
+        axis=-1,
+    )
+    return np.moveaxis(values, 2, -1) if p_focused.ndim == 2 else values
+
+
+def _step_kernel(
+    model: _Model, step: int, z_shift: np.ndarray, n_r: int, grids: dict
+) -> _Kernel:
+    """The kernel of step ``step`` (0-based) at these task-effect shifts."""
+    cap = int(model.cap[step])
+    c, n_f = model.n_conf, model.n_flags
+    n_z = z_shift.size
+    p = float(model.p[step])
+    if model.step_sd == 0.0 or p <= 0.0 or p >= 1.0:
+        values = _kernel_values(model, step, _shift(p, z_shift))
+    else:
+        key = model.step_key(step)
+        if key not in grids:
+            grids[key] = _StepEffectGrid(model, step)
+        values = grids[key].integrate(z_shift)
+    accept = values[..., : 2 * c * c].reshape(cap + 1, n_z, c, 2, c)
+    exhaust = values[..., 2 * c * c :]  # (cap + 1, z, c)
+
+    move = np.zeros((cap + 1, n_z, n_f, c, n_f, c))
+    for flags in range(n_f):
+        move[:, :, flags, :, flags] += accept[:, :, :, 0]
+        move[:, :, flags, :, flags | _TAINTED] += accept[:, :, :, 1]
+    move = move.reshape(cap + 1, n_z, n_f * c, n_f * c)
+
+    # Expected attempts with budget b: k + 1 when accepted after k rejections, b + 1 when the
+    # budget runs out.
+    counts = np.arange(1, cap + 2)[:, None, None]
+    attempts = np.cumsum(accept.sum(axis=(3, 4)) * counts, axis=0) + exhaust * counts
+    # With r retries used, the execution may retry min(cap, total - r) times.
+    if model.total is None:
+        budget = np.full(1, cap)
+    else:
+        budget = np.minimum(cap, model.total - np.arange(n_r))
+    lost = np.stack([exhaust[budget], attempts[budget]], axis=-1)  # (r, z, c, 2)
+    lost = np.broadcast_to(lost[:, :, None], (n_r, n_z, n_f, c, 2))
+    lost = np.ascontiguousarray(np.moveaxis(lost, 1, 0)).reshape(n_z, n_r * n_f * c, 2)
+    return _Kernel(move=move, lost=lost)
+
+
+class _StepEffectGrid:
+    r"""The step-effect integral of one step's kernel values, for any task-effect shifts.
+
+    With :math:`y = \operatorname{logit} p + x_{\text{task}}` the kernel values are
+    :math:`K(y) = \int k(y + \sigma u)\,\phi(u)\,du` for a function :math:`k` of the logit
+    alone. :math:`k` is evaluated once on the grid :math:`x_i = \operatorname{logit} p + i h`
+    that covers every task-effect node, and each :math:`K(y_j)` is the trapezoidal rule over
+    the grid points within :math:`8.5\sigma` of :math:`y_j`, with weights
+    :math:`\propto \phi((x_i - y_j)/\sigma)` normalised to sum to 1. The rule on the even
+    grid points (step :math:`2h`) must agree to the kernel tolerance; otherwise ``h`` is
+    halved. The start, :math:`h = 0.3 \min(1, \sigma)`, is already accurate to rounding in
+    the tests; its error falls like :math:`\exp(-2\pi^2\sigma^2/h^2)`.
+    """
+
+    def __init__(self, model: _Model, step: int) -> None:
+        self.model = model
+        self.step = step
+        self.center = float(np.log(model.p[step]) - np.log1p(-model.p[step]))
+        self.sd = model.step_sd
+        self._build(0.3 * min(1.0, self.sd))
+
+    def _build(self, h: float) -> None:
+        reach = _LIMIT * (self.model.task_sd + self.sd)
+        half = 2 * math.ceil(reach / (2 * h))  # even, so the even points form the 2h rule
+        self.h = h
+        self.offsets = h * np.arange(-half, half + 1)
+        p = 1.0 / (1.0 + np.exp(-(self.center + self.offsets)))
+        values = _kernel_values(self.model, self.step, p)  # (cap + 1, grid, entries)
+        self.shape = (values.shape[0], values.shape[2])
+        self.values = np.ascontiguousarray(np.moveaxis(values, 1, 0)).reshape(p.size, -1)
+
+    def integrate(self, z_shift: np.ndarray) -> np.ndarray:
+        """Kernel values at these task-effect shifts: shape ``(cap + 1, z, entries)``."""
+        while True:
+            fine, coarse = self._rules(z_shift)
+            if np.abs(fine - coarse).max() <= self.model.kernel_tol or self.h < 1e-4:
+                return fine
+            self._build(self.h / 2)
+
+    def _rules(self, z_shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        width = int(math.ceil(2 * _LIMIT * self.sd / self.h)) + 2
+        count = self.offsets.size
+        first = np.floor((z_shift - _LIMIT * self.sd - self.offsets[0]) / self.h).astype(np.int64)
+        index = np.clip(first, 0, max(0, count - width))[:, None] + np.arange(min(width, count))
+        distance = (self.offsets[index] - z_shift[:, None]) / self.sd
+        weight = np.exp(-0.5 * distance * distance)  # (z, band)
+        weights = np.stack([weight, weight * (index % 2 == 0)], axis=1)  # fine, coarse
+        weights /= weights.sum(axis=2, keepdims=True)
+        rules = weights @ self.values[index]  # (z, 2, (cap + 1) * entries)
+        rules = np.moveaxis(rules.reshape(z_shift.size, 2, *self.shape), 0, 2)
+        return rules[0], rules[1]  # each (cap + 1, z, entries)
+
+
+# ------------------------------------------------------------------------ the forward pass
+def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
+    """The five expectations given the task effect, for each shift: shape (5, z).
+
+    The state array has axes (z, retries used, flags * C + confusion state).
+    """
+    n = model.steps
+    n_z = z_shift.size
+    n_r = 1 if model.total is None else model.total + 1
+    n_s = model.n_flags * model.n_conf
+    result = np.zeros((5, n_z))
+    kernels: dict[tuple, _Kernel] = {}
+    for step in range(n):
+        key = model.step_key(step)
+        if key not in kernels:
+            kernels[key] = _step_kernel(model, step, z_shift, n_r, grids)
+
+    seg_start = np.zeros(n + 1, dtype=np.int64)  # last checkpoint position <= i
+    for i in range(1, n + 1):
+        seg_start[i] = i if i in model.positions else seg_start[i - 1]
+
+    passing, rolling_back = _checkpoint_moves(model) if model.positions else (None, None)
+    start = np.zeros((n_z, n_r, n_s))
+    start[:, 0, 0] = 1.0
+    pending: dict[int, np.ndarray] = {0: start}  # mass entering the layer, by position
+    for layer in range(model.rollbacks + 1):
+        arrivals, pending = pending, {}
+        if not arrivals:
+            break
+        i = min(arrivals)
+        state = arrivals.pop(i)
+        while True:
+            if i == n:
+                mass = _mass(state)
+                clean = _mass(state[:, :, : model.n_conf])
+                result[_SUCCESS] += clean
+                result[_SILENT] += mass - clean
+                break
+            state = _execute(model, kernels[model.step_key(i)], i, state, result)
+            i += 1
+            if i in model.positions:
+                result[_COST] += model.checkpoint_cost * _mass(state)
+                caught = state @ rolling_back  # already back at the segment start
+                state = state @ passing
+                if layer == model.rollbacks:
+                    result[_DETECTED] += _mass(caught)
+                else:
+                    result[_COST] += model.rollback_cost * _mass(caught)
+                    target = int(seg_start[i - 1])
+                    pending[target] = pending.get(target, 0.0) + caught
+            if i in arrivals:
+                state = state + arrivals.pop(i)
+    return result
+
+
+def _mass(state: np.ndarray) -> np.ndarray:
+    """Total probability per z node."""
+    return state.reshape(state.shape[0], -1).sum(axis=1)
+
+
+def _execute(
+    model: _Model, kernel: _Kernel, step: int, state: np.ndarray, result: np.ndarray
+) -> np.ndarray:
+    """One execution of step ``step`` from every state; returns the states after it.
+
+    The mass that runs out of retries, and the attempts and cost of every execution, go into
+    ``result``.
+    """
+    n_z, n_r, n_s = state.shape
+    out = np.zeros_like(state)
+    if model.total is None:
+        for move in kernel.move:
+            out += state @ move
+    else:
+        # Accepted after k rejections: k more retries used.
+        for k, move in enumerate(kernel.move[:n_r]):
+            out[:, k:] += state[:, : n_r - k] @ move
+    lost = (state.reshape(n_z, 1, -1) @ kernel.lost)[:, 0]  # (z, 2)
+    result[_DETECTED] += lost[:, 0]
+    result[_ATTEMPTS] += lost[:, 1]
+    result[_COST] += model.attempt_cost[step] * lost[:, 1]
+    return out
+
+
+def _checkpoint_moves(model: _Model) -> tuple[np.ndarray, np.ndarray]:
+    """A checkpoint as two matrices over ``flags * C + c``: passing it, and being caught.
+
+    A segment holding an accepted wrong result is caught with ``detect``, a clean one raises
+    a false alarm with ``false_alarm``. Passing unseen: ``doomed |= seg_tainted``,
+    ``seg_tainted = False``. Caught: back to the segment start, ``seg_tainted = False``,
+    ``doomed`` kept, the confusion state reset to focused.
+    """
+    c, n_f = model.n_conf, model.n_flags
+    passing = np.zeros((n_f, c, n_f, c))
+    rolling_back = np.zeros((n_f, c, n_f, c))
+    for flags in range(n_f):
+        tainted = bool(flags & _TAINTED)
+        catch = model.detect if tainted else model.false_alarm
+        after = (flags | _DOOMED) & ~_TAINTED if tainted else flags
+        for conf in range(c):
+            passing[flags, conf, after, conf] = 1.0 - catch
+            rolling_back[flags, conf, flags & ~_TAINTED, 0] = catch
+    return passing.reshape(n_f * c, n_f * c), rolling_back.reshape(n_f * c, n_f * c)

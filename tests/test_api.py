@@ -1,0 +1,53 @@
+"""The public API: __all__, the README's API section and the lazy import stay together."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import relsim
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_api_names() -> set[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`relsim\.(\w+)", section))
+
+
+def test_all_matches_readme_api_section():
+    public = set(relsim.__all__) - {"__version__"}
+    assert _readme_api_names() == public
+
+
+def test_every_public_name_resolves():
+    for name in relsim.__all__:
+        assert getattr(relsim, name) is not None
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    try:
+        relsim.no_such_thing  # noqa: B018
+    except AttributeError as error:
+        assert "no_such_thing" in str(error)
+    else:  # pragma: no cover
+        raise AssertionError("relsim.no_such_thing resolved")
+
+
+def test_import_relsim_is_light():
+    code = (
+        "import sys, relsim; "
+        "heavy = {'numpy', 'numba', 'pandas', 'scipy', 'matplotlib', 'simpy'} & set(sys.modules); "
+        "print(sorted(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_python_dash_m_relsim_runs():
+    out = subprocess.run(
+        [sys.executable, "-m", "relsim", "--version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"relsim {relsim.__version__}"

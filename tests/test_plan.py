@@ -1,0 +1,738 @@
+"""The planner (relsim.plan) against brute force, closed forms and the lesson's numbers.
+
+Every search is checked against an exhaustive evaluation with the exact engine (or the closed
+forms of MODEL.md section 2) that does not share the planner's search code, and the
+monotonicity each search relies on is checked on its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import relsim
+from relsim import formulas
+from relsim import plan as planner
+from relsim.plan import Plan
+from relsim.scenario import Scenario
+
+
+def scenario(**data) -> Scenario:
+    return Scenario.from_dict(data)
+
+
+def evaluate(s: Scenario):
+    return relsim.evaluate(s)
+
+
+def with_retries(s: Scenario, per_step=None, total=None) -> Scenario:
+    data = s.to_dict()
+    retries = {}
+    if per_step is not None:
+        retries["per_step"] = list(per_step) if isinstance(per_step, (list, tuple)) else per_step
+    if total is not None:
+        retries["total"] = total
+    data["retries"] = retries
+    return Scenario.from_dict(data)
+
+
+def with_table(s: Scenario, table: str, **values) -> Scenario:
+    data = s.to_dict()
+    data[table] = {**data.get(table, {}), **values}
+    return Scenario.from_dict(data)
+
+
+# Small scenarios of every kind the engine handles, for the brute-force comparisons.
+SMALL = {
+    "chain": scenario(
+        steps=4, p=[0.9, 0.7, 0.95, 0.8], verifier={"miss": 0.05, "false_reject": 0.1}
+    ),
+    "total cap": scenario(
+        steps=4, p=0.8, verifier={"miss": 0.02}, retries={"per_step": 3, "total": 4}
+    ),
+    "confusion": scenario(
+        steps=3,
+        p=0.85,
+        verifier={"miss": 0.1},
+        retries={"per_step": 1},
+        correlation={"confusion": {"enter": 0.5, "recover": 0.4, "factor": 0.6}},
+    ),
+    "random effects": scenario(
+        steps=3, p=0.9, verifier={"miss": 0.0}, correlation={"task_sd": 0.8, "step_sd": 0.5}
+    ),
+    "checkpoints": scenario(
+        steps=4,
+        p=0.85,
+        verifier={"miss": 0.2},
+        checkpoints={"every": 2, "detect": 0.9, "false_alarm": 0.05, "rollbacks": 2},
+        cost={"checkpoint": 0.3, "rollback": 0.5},
+    ),
+}
+
+
+# ============================================================================ the lesson
+def test_lesson_perfect_verifier_needs_two_retries():
+    # seeds/ exercise: 25 steps, p = 0.9, target 0.95, perfect verifier -> r = 2
+    # (MODEL.md section 2: 0.999**25 = 0.975298).
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.0})
+    plan = planner.retries(s, 0.95)
+    assert plan.feasible and plan.value == 2
+    assert plan.success == pytest.approx(0.975298, abs=1e-6)
+    assert plan.success == pytest.approx(0.999**25, rel=1e-12)
+    # MODEL.md R1 is this very design
+    assert plan.expected_cost == pytest.approx(27.419539, abs=1e-6)
+    assert plan.value == formulas.min_retries(0.9, 25, 0.95)
+
+
+def test_lesson_imperfect_verifier_is_infeasible_with_its_ceiling():
+    # the same with a verifier that misses 10%: the step ceiling 0.989011 caps the task at
+    # 0.758626 < 0.95 (MODEL.md section 2)
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.1}, target=0.95)
+    plan = planner.retries(s)
+    assert not plan.feasible
+    assert plan.ceiling == pytest.approx(0.758626, abs=1e-6)
+    assert plan.binding == "verifier.miss"
+    assert "0.989011" in plan.reason and "miss" in plan.reason
+    # the nearest design comes within 1e-6 of the ceiling, and one retry fewer does not
+    assert plan.success >= plan.ceiling - 1e-6
+    assert evaluate(with_retries(s, plan.value - 1)).success < plan.ceiling - 1e-6
+    # the remedy it names (a verifier missing at most m*) is the closed-form max_miss
+    m_star = formulas.max_miss(0.9, 25, 0.95)
+    assert f"miss <= {m_star:.4g}" in plan.reason
+
+
+# ======================================================================= retries and total
+def least_by_enumeration(success_of, target, limit):
+    for budget in range(limit + 1):
+        if success_of(budget) >= target - 1e-12:
+            return budget
+    return None
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+@pytest.mark.parametrize("target", [0.5, 0.8, 0.9])
+def test_retries_equals_enumeration(name, target):
+    s = SMALL[name]
+    total = s.total_retries
+    expected = least_by_enumeration(
+        lambda r: evaluate(with_retries(s, r, total)).success, target, 40
+    )
+    plan = planner.retries(s, target)
+    if expected is None:
+        assert not plan.feasible
+        assert plan.success < target
+    else:
+        assert plan.feasible and plan.value == expected
+        assert plan.success == pytest.approx(evaluate(with_retries(s, expected, total)).success)
+
+
+@pytest.mark.parametrize("name", ["chain", "total cap", "confusion", "checkpoints"])
+@pytest.mark.parametrize("target", [0.6, 0.85])
+def test_total_equals_enumeration(name, target):
+    s = SMALL[name]
+    per_step = None if s.retries is None else s.retries.per_step
+    expected = least_by_enumeration(
+        lambda b: evaluate(with_retries(s, per_step, b)).success, target, 40
+    )
+    plan = planner.total(s, target)
+    if expected is None:
+        assert not plan.feasible
+    else:
+        assert plan.feasible and plan.value == expected
+        assert plan.scenario.total_retries == expected
+        if per_step is not None:  # the per-step cap is kept
+            assert plan.scenario.retries.per_step == per_step
+
+
+def test_total_with_no_per_step_cap_matches_shared_budget_formula():
+    # MODEL.md: a task-wide budget with no per-step cap gives a**n * sum_j C(n-1+j, j) q**j
+    s = scenario(steps=10, p=0.8, verifier={"miss": 0.0})
+    plan = planner.total(s, 0.9)
+    n, q = 10, 0.2
+
+    def shared(budget):
+        return 0.8**n * sum(math.comb(n - 1 + j, j) * q**j for j in range(budget + 1))
+
+    expected = next(b for b in range(100) if shared(b) >= 0.9)
+    assert plan.value == expected
+    assert plan.success == pytest.approx(shared(expected), abs=1e-9)
+
+
+def test_total_infeasible_under_per_step_cap_names_it():
+    s = scenario(steps=10, p=0.7, verifier={"miss": 0.0}, retries={"per_step": 1})
+    plan = planner.total(s, 0.99)
+    assert not plan.feasible
+    # the ceiling is the per-step cap with no task-wide budget: (1 - 0.3**2)**10
+    assert plan.ceiling == pytest.approx(0.91**10, rel=1e-9)
+    assert plan.binding == "retries.per_step"
+    assert "per_step = 1" in plan.reason
+
+
+def test_retries_infeasible_under_total_cap_names_it():
+    s = scenario(steps=10, p=0.8, verifier={"miss": 0.0}, retries={"per_step": 1, "total": 2})
+    plan = planner.retries(s, 0.9)
+    assert not plan.feasible
+    assert plan.binding == "retries.total"
+    assert "total = 2" in plan.reason
+    # with a total of 2, more per-step retries than 2 are never spent
+    assert plan.ceiling == pytest.approx(evaluate(with_retries(s, 2, 2)).success, abs=1e-12)
+
+
+def test_correlated_errors_named_when_they_cap_retries():
+    # a confused agent never succeeds (factor 0) and so never recovers: per step at most
+    # p / (p + (1-p) enter) however many retries, even with a perfect verifier
+    s = scenario(
+        steps=5,
+        p=0.9,
+        verifier={"miss": 0.0},
+        correlation={"confusion": {"enter": 0.5, "recover": 0.5, "factor": 0.0}},
+    )
+    plan = planner.retries(s, 0.9)
+    assert not plan.feasible
+    assert plan.binding == "correlation"
+    assert "confused" in plan.reason
+    assert plan.ceiling == pytest.approx((0.9 / (0.9 + 0.1 * 0.5)) ** 5, abs=1e-9)
+
+
+def test_no_verifier_means_no_retries():
+    s = scenario(steps=10, p=0.9)
+    plan = planner.retries(s, 0.9)
+    assert not plan.feasible and plan.binding == "verifier"
+    assert "no [verifier]" in plan.reason
+    assert plan.ceiling == pytest.approx(0.9**10)
+    # a target the agent already meets needs no retry at all
+    assert planner.retries(s, 0.3).value == 0
+
+
+def test_target_one_is_met_within_the_rounding_slack():
+    # success reaches 1 only in the limit; the planner's slack of 1e-12 (rounding) makes the
+    # least r with (1 - 0.1**(r+1))**3 >= 1 - 1e-12 the answer
+    s = scenario(steps=3, p=0.9, verifier={"miss": 0.0})
+    plan = planner.retries(s, 1.0)
+    expected = next(r for r in range(100) if (1 - 0.1 ** (r + 1)) ** 3 >= 1 - 1e-12)
+    assert plan.feasible and plan.value == expected
+
+
+def test_search_limit_is_named_when_it_binds(monkeypatch):
+    # p = 0.01 needs ~1400 retries per step for 0.95 over 5 steps; with a limit of 64 the
+    # plan must blame the limit, not the model
+    monkeypatch.setattr(planner, "MAX_BUDGET", 64)
+    s = scenario(steps=5, p=0.01, verifier={"miss": 0.0})
+    plan = planner.retries(s, 0.95)
+    assert not plan.feasible and plan.binding == "search limit"
+    assert plan.ceiling == pytest.approx((1 - 0.99**65) ** 5, rel=1e-9)
+
+
+# =============================================================================== allocation
+def chain_brute_force(s: Scenario, target: float, top: int):
+    """Least expected cost over every allocation in {0..top}^n, from MODEL.md's chain closed
+    forms: success = prod a_i S_i, cost = sum_i c_i S_i prod_{j<i} (1 - q_j^(r_j+1))."""
+    n = s.steps
+    grids = np.array(list(itertools.product(range(top + 1), repeat=n)))
+    step = formulas.verified_step(s.p_array, grids, s.miss_array, s.false_reject_array)
+    success = np.prod(step.success, axis=1)
+    passed = 1 - step.exhausted
+    reach = np.concatenate([np.ones((len(grids), 1)), np.cumprod(passed, axis=1)[:, :-1]], axis=1)
+    unit = s.attempt_cost_array + s.cost.verify
+    cost = np.sum(unit * step.expected_attempts * reach, axis=1)
+    ok = success >= target - 1e-12
+    if not np.any(ok):
+        return None, None
+    best = np.argmin(np.where(ok, cost, np.inf))
+    return grids[best], cost[best]
+
+
+ALLOCATION_CHAINS = [
+    scenario(steps=3, p=[0.9, 0.6, 0.99], verifier={"miss": 0.0}),
+    scenario(
+        steps=4,
+        p=[0.95, 0.7, 0.85, 0.6],
+        verifier={"miss": 0.03, "false_reject": 0.05},
+        cost={"attempt": [1.0, 5.0, 0.5, 2.0], "verify": 0.2},
+    ),
+    scenario(steps=5, p=[0.8, 0.9, 0.75, 0.95, 0.7], verifier={"miss": 0.01}),
+]
+
+
+@pytest.mark.parametrize("index", range(len(ALLOCATION_CHAINS)))
+@pytest.mark.parametrize("target", [0.7, 0.9])
+def test_allocation_equals_brute_force_on_chains(index, target):
+    s = ALLOCATION_CHAINS[index]
+    top = 9
+    best, cost = chain_brute_force(s, target, top)
+    plan = planner.allocation(s, target)
+    assert best is not None and plan.feasible
+    assert max(plan.value) <= top  # the brute-force box holds the answer
+    assert plan.details["gap"] == 0.0
+    assert plan.expected_cost == pytest.approx(cost, rel=1e-9)
+    assert plan.success >= target - 1e-12
+    assert plan.expected_cost == pytest.approx(evaluate(plan.scenario).expected_cost, rel=1e-12)
+
+
+def test_allocation_docstring_example_is_brute_force_optimum():
+    s = ALLOCATION_CHAINS[0]
+    best, _ = chain_brute_force(s, 0.95, 8)
+    assert planner.allocation(s, 0.95).value == tuple(best)
+
+
+def test_bucketed_allocation_brackets_the_optimum(monkeypatch):
+    # force the bucketed programme: its answer is feasible, its lower bound is below the
+    # brute-force optimum and its answer above, and the reported gap is their difference
+    monkeypatch.setattr(planner, "MAX_FRONT", 0)
+    s = ALLOCATION_CHAINS[2]
+    best, cost = chain_brute_force(s, 0.9, 9)
+    plan = planner.allocation(s, 0.9)
+    assert plan.feasible and plan.success >= 0.9 - 1e-12
+    assert plan.details["lower_bound"] <= cost + 1e-12
+    assert plan.expected_cost >= cost - 1e-12
+    assert plan.details["gap"] == pytest.approx(plan.expected_cost - plan.details["lower_bound"])
+    assert plan.details["gap"] <= 1e-3 * cost
+
+
+def test_allocation_never_costs_more_than_the_uniform_budget():
+    rng = np.random.default_rng(5)
+    s = scenario(
+        steps=40,
+        p=list(np.round(rng.uniform(0.6, 0.99, 40), 3)),
+        verifier={"miss": 0.01, "false_reject": 0.02},
+        cost={"attempt": list(np.round(rng.uniform(0.5, 2.0, 40), 3)), "verify": 0.1},
+    )
+    uniform = planner.retries(s, 0.8)
+    plan = planner.allocation(s, 0.8)
+    assert plan.feasible and plan.success >= 0.8 - 1e-12
+    assert plan.expected_cost <= uniform.expected_cost + 1e-9
+    if "lower_bound" in plan.details:
+        assert plan.details["lower_bound"] <= plan.expected_cost
+
+
+@pytest.mark.parametrize("name", ["total cap", "confusion", "checkpoints"])
+def test_allocation_general_equals_brute_force(name):
+    s = SMALL[name]
+    target = 0.6
+    top = 3
+    total = s.total_retries
+    best_cost = math.inf
+    for budgets in itertools.product(range(top + 1), repeat=s.steps):
+        o = evaluate(with_retries(s, list(budgets), total))
+        if o.success >= target - 1e-12:
+            best_cost = min(best_cost, o.expected_cost)
+    plan = planner.allocation(s, target)
+    assert plan.feasible and plan.success >= target - 1e-12
+    if max(plan.value) <= top:  # same box: the same optimum
+        assert plan.expected_cost == pytest.approx(best_cost, rel=1e-9)
+    else:
+        assert plan.expected_cost <= best_cost + 1e-9
+
+
+def test_allocation_infeasible_reports_the_verifier_ceiling():
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.1})
+    plan = planner.allocation(s, 0.95)
+    assert not plan.feasible
+    assert plan.binding == "verifier.miss"
+    assert plan.ceiling == pytest.approx(0.758626, abs=1e-6)
+    assert len(plan.value) == 25
+
+
+# ================================================================================= verifier
+def largest_by_scan(success_of, target, step=1e-3):
+    grid = np.arange(0.0, 1.0 + step / 2, step)
+    ok = [x for x in grid if success_of(x) >= target - 1e-12]
+    return max(ok) if ok else None
+
+
+@pytest.mark.parametrize("name", ["chain", "total cap", "confusion", "checkpoints"])
+def test_verifier_miss_equals_scan(name):
+    s = SMALL[name]
+
+    def success_of(miss):
+        return evaluate(with_table(s, "verifier", miss=float(miss))).success
+
+    target = 0.6
+    expected = largest_by_scan(success_of, target, step=1 / 256)
+    plan = planner.verifier(s, target)
+    if expected is None:
+        assert not plan.feasible
+        return
+    assert plan.feasible
+    assert expected - 1e-9 <= plan.value <= expected + 1 / 256
+    assert success_of(plan.value) >= target - 1e-12
+    if plan.value < 1:  # the largest: a hair more misses too much
+        assert success_of(min(1.0, plan.value + 1e-6)) < target
+
+
+@pytest.mark.parametrize("name", ["chain", "total cap", "confusion", "checkpoints"])
+def test_verifier_false_reject_equals_scan(name):
+    s = SMALL[name]
+
+    def success_of(rate):
+        return evaluate(with_table(s, "verifier", false_reject=float(rate))).success
+
+    target = 0.6
+    expected = largest_by_scan(success_of, target, step=1 / 256)
+    other = planner.verifier(s, target).details["false_reject"]
+    if expected is None:  # the chain has no retries: prod p = 0.4788 < 0.6 at any rate
+        assert not other["feasible"]
+        assert other["ceiling"] == pytest.approx(success_of(0.0), abs=1e-12)
+        return
+    assert other["feasible"]
+    assert expected - 1e-9 <= other["value"] <= expected + 1 / 256
+    assert success_of(other["value"]) >= target - 1e-12
+    assert success_of(other["value"] + 1e-6) < target
+
+
+def test_verifier_with_many_retries_tends_to_max_miss():
+    # with unlimited retries the largest miss solves a/(a+w) = target**(1/n): formulas.max_miss
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.1}, retries={"per_step": 60})
+    plan = planner.verifier(s, 0.95)
+    assert plan.value == pytest.approx(formulas.max_miss(0.9, 25, 0.95), abs=1e-7)
+
+
+def test_verifier_infeasible_when_budgets_fall_short():
+    # even a perfect verifier cannot lift (1 - 0.5**2)**10 = 0.056 to 0.9 with one retry
+    s = scenario(steps=10, p=0.5, verifier={"miss": 0.1}, retries={"per_step": 1})
+    plan = planner.verifier(s, 0.9)
+    assert not plan.feasible
+    assert plan.ceiling == pytest.approx(0.75**10, rel=1e-9)
+    assert plan.binding == "retries.per_step"
+    assert plan.value == 0.0  # nearest design: a perfect verifier
+
+
+def test_verifier_scan_catches_success_rising_with_miss():
+    # retries are scarce and rollbacks plentiful: a wrong result accepted and caught at the
+    # checkpoint is redone, a rejected one ends the trial, so success RISES with miss and a
+    # pure bisection would be misled. The scan finds the same answer as brute force.
+    s = scenario(
+        steps=3,
+        p=0.7,
+        verifier={"miss": 0.0},
+        checkpoints={"every": 1, "detect": 1.0, "rollbacks": 6},
+    )
+
+    def success_of(miss):
+        return evaluate(with_table(s, "verifier", miss=float(miss))).success
+
+    assert success_of(1.0) > success_of(0.0) + 0.1  # the non-monotone case is real
+    target = 0.5 * (success_of(1.0) + success_of(0.0))
+    plan = planner.verifier(s, target)
+    assert plan.feasible and plan.value == 1.0
+
+
+# ======================================================================================== p
+def test_p_without_verifier_is_required_step_success():
+    s = scenario(steps=20, p=0.5)
+    plan = planner.p(s, 0.9)
+    assert plan.value == pytest.approx(formulas.required_step_success(0.9, 20), abs=2e-9)
+    assert plan.value >= formulas.required_step_success(0.9, 20) - 1e-15
+
+
+def test_p_with_perfect_verifier_inverts_retry_success():
+    # 1 - (1-p)^(r+1) = target^(1/n)  =>  p = 1 - (1 - target^(1/n))^(1/(r+1))
+    s = scenario(steps=25, p=0.5, verifier={"miss": 0.0}, retries={"per_step": 2})
+    plan = planner.p(s, 0.95)
+    expected = 1 - (1 - 0.95 ** (1 / 25)) ** (1 / 3)
+    assert plan.value == pytest.approx(expected, abs=2e-9)
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_p_equals_scan(name):
+    s = SMALL[name]
+
+    def success_of(prob):
+        return evaluate(Scenario.from_dict({**s.to_dict(), "p": float(prob)})).success
+
+    target = 0.7
+    grid = np.arange(0, 1 + 1 / 512, 1 / 512)
+    ok = [x for x in grid if success_of(x) >= target - 1e-12]
+    plan = planner.p(s, target)
+    if not ok:  # the chain rejects 10% of correct work with no retry: 0.9**4 < 0.7 at p = 1
+        assert not plan.feasible
+        assert plan.ceiling == pytest.approx(success_of(1.0), abs=1e-12)
+        return
+    assert plan.feasible
+    assert min(ok) - 1 / 512 <= plan.value <= min(ok) + 1e-9
+    assert success_of(plan.value) >= target - 1e-12
+    assert success_of(plan.value - 1e-6) < target
+
+
+def test_p_infeasible_when_false_rejections_spend_the_budget():
+    # even p = 1 fails when the verifier rejects correct work: (1 - 0.3**2)**10 = 0.389
+    s = scenario(steps=10, p=0.9, verifier={"false_reject": 0.3}, retries={"per_step": 1})
+    plan = planner.p(s, 0.9)
+    assert not plan.feasible
+    assert plan.ceiling == pytest.approx(0.91**10, rel=1e-9)
+    assert plan.binding in ("retries.per_step", "verifier.false_reject")
+    assert plan.value == 1.0
+
+
+def test_p_infeasible_when_false_alarms_exhaust_rollbacks():
+    s = scenario(steps=6, p=0.9, checkpoints={"every": 1, "false_alarm": 0.3, "rollbacks": 0})
+    plan = planner.p(s, 0.9)
+    assert not plan.feasible
+    assert plan.ceiling == pytest.approx(0.7**6, rel=1e-9)
+    assert plan.binding in ("checkpoints.rollbacks", "checkpoints.false_alarm")
+    assert "false alarm" in plan.reason
+
+
+# ============================================================================== checkpoints
+def test_checkpoints_equal_enumeration():
+    s = scenario(
+        steps=12,
+        p=0.9,
+        verifier={"miss": 0.3},
+        retries={"per_step": 1},
+        checkpoints={"every": 1, "final": True, "detect": 0.9, "rollbacks": 3},
+        cost={"checkpoint": 0.4, "rollback": 0.2},
+    )
+    target = 0.7
+    results = {k: evaluate(with_table(s, "checkpoints", every=k)) for k in range(1, 13)}
+    feasible = {k: o for k, o in results.items() if o.success >= target - 1e-12}
+    plan = planner.checkpoints(s, target)
+    assert feasible and plan.feasible
+    best = min(feasible, key=lambda k: (feasible[k].expected_cost, -k))
+    assert plan.value == best
+    assert plan.expected_cost == pytest.approx(results[best].expected_cost, rel=1e-12)
+
+
+def test_checkpoints_against_youngs_interval():
+    # no verifier, plenty of free rollbacks: a wrong step is seen only at the checkpoint, so a
+    # segment of k steps is redone until clean: cost per step ~ (1 + C/k) p**-k, optimum
+    # ~ sqrt(C/(1-p)). formulas.checkpoint_interval is Young's sqrt(2C/(1-p)) (a fault seen
+    # when it happens, losing half a segment on average): in this model the exact optimum is
+    # near that interval divided by sqrt(2).
+    for prob, checkpoint_cost, n, rollbacks in [(0.98, 2.0, 20, 4), (0.95, 3.0, 24, 5)]:
+        s = scenario(
+            steps=n,
+            p=prob,
+            checkpoints={"every": 1, "final": True, "rollbacks": rollbacks},
+            cost={"checkpoint": checkpoint_cost},
+        )
+        plan = planner.checkpoints(s, 0.5)
+        young = formulas.checkpoint_interval(prob, checkpoint_cost)
+        ks = np.arange(1, n + 1)
+        first_order = ks[np.argmin((1 + checkpoint_cost / ks) * prob ** (-ks.astype(float)))]
+        assert abs(plan.value - first_order) <= 1
+        # closer to Young / sqrt(2) than to Young's interval itself (the first-order optimum
+        # sqrt(C/(1-p)) drifts when k(1-p) is not small: 6 against 7.7 at p = 0.95)
+        assert abs(plan.value - young / math.sqrt(2)) < abs(plan.value - young)
+        assert plan.value < young
+
+
+def test_checkpoints_infeasible_when_rollbacks_run_out():
+    s = scenario(steps=12, p=0.8, checkpoints={"every": 3, "rollbacks": 1})
+    plan = planner.checkpoints(s, 0.9)
+    assert not plan.feasible
+    assert plan.binding == "checkpoints.rollbacks"
+    assert "rollbacks = 1" in plan.reason
+    brute = max(evaluate(with_table(s, "checkpoints", every=k)).success for k in range(1, 13))
+    assert plan.ceiling == pytest.approx(brute, abs=1e-12)
+
+
+def test_checkpoints_need_a_checkpoints_table():
+    with pytest.raises(ValueError, match=r"checkpoints: .*\[checkpoints\]"):
+        planner.checkpoints(scenario(steps=5, p=0.9), 0.5)
+
+
+# ========================================================== the monotonicity each search uses
+small_scenarios = st.fixed_dictionaries(
+    {
+        "steps": st.integers(1, 3),
+        "p": st.floats(0.3, 0.99),
+        "miss": st.floats(0.0, 0.5),
+        "false_reject": st.floats(0.0, 0.3),
+        "per_step": st.integers(0, 3),
+        "total": st.one_of(st.none(), st.integers(0, 4)),
+        "confusion": st.booleans(),
+        "checkpoint": st.booleans(),
+    }
+)
+
+
+def build(d, **override) -> Scenario:
+    d = {**d, **override}
+    data = {
+        "steps": d["steps"],
+        "p": d["p"],
+        "verifier": {"miss": d["miss"], "false_reject": d["false_reject"]},
+        "retries": {"per_step": d["per_step"]},
+    }
+    if d["total"] is not None:
+        data["retries"]["total"] = d["total"]
+    if d["confusion"]:
+        data["correlation"] = {"confusion": {"enter": 0.5, "recover": 0.5, "factor": 0.5}}
+    if d["checkpoint"]:
+        data["checkpoints"] = {"final": True, "detect": 0.8, "false_alarm": 0.05, "rollbacks": 1}
+    return Scenario.from_dict(data)
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_scenarios)
+def test_success_non_decreasing_in_per_step_budget(d):
+    values = [evaluate(build(d, per_step=r)).success for r in range(5)]
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_scenarios)
+def test_success_non_decreasing_in_total_budget(d):
+    values = [evaluate(build(d, total=b)).success for b in range(5)]
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_scenarios)
+def test_success_non_increasing_in_false_reject_and_in_miss_without_checkpoints(d):
+    # rejecting a correct result never helps; an accepted wrong result never helps unless a
+    # checkpoint may catch it (test_verifier_scan_catches_success_rising_with_miss), which is
+    # why the miss search scans when there are checkpoints
+    grid = np.linspace(0, 0.9, 5)
+    values = [evaluate(build(d, false_reject=x)).success for x in grid]
+    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
+    values = [evaluate(build(d, miss=x, checkpoint=False)).success for x in grid]
+    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_scenarios)
+def test_success_non_decreasing_in_p(d):
+    values = [evaluate(build(d, p=x)).success for x in np.linspace(0, 1, 6)]
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_scenarios)
+def test_success_non_decreasing_in_each_step_budget(d):
+    # allocation bisects a nested sequence: raising one step's budget never lowers success
+    n = d["steps"]
+    base = [d["per_step"]] * n
+    before = evaluate(with_retries(build(d), base, d["total"])).success
+    for i in range(n):
+        more = list(base)
+        more[i] += 1
+        after = evaluate(with_retries(build(d), more, d["total"])).success
+        assert after >= before - 1e-12
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_scenarios)
+def test_cost_non_decreasing_in_each_step_budget(d):
+    # the general allocation's branch and bound cuts on this: a larger budget only changes a
+    # trial where the smaller one would have ended it, and continuing costs more
+    n = d["steps"]
+    base = [d["per_step"]] * n
+    before = evaluate(with_retries(build(d), base, d["total"])).expected_cost
+    for i in range(n):
+        more = list(base)
+        more[i] += 1
+        after = evaluate(with_retries(build(d), more, d["total"])).expected_cost
+        assert after >= before - 1e-12
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 0.99),
+    st.integers(0, 6),
+)
+def test_closed_form_fast_path_equals_engine(steps, prob, miss, false_reject, budget):
+    s = scenario(
+        steps=steps,
+        p=prob,
+        verifier={"miss": miss, "false_reject": false_reject},
+        retries={"per_step": budget},
+    )
+    assert planner._is_chain(s)
+    assert planner._success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
+
+
+# ==================================================================== the Plan and its inputs
+def test_plan_to_dict_keys_and_json():
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.1})
+    feasible = planner.retries(scenario(steps=25, p=0.9, verifier={"miss": 0.0}), 0.95).to_dict()
+    assert {"for", "value", "success", "expected_cost", "cost_per_success", "feasible"} <= set(
+        feasible
+    )
+    assert "ceiling" not in feasible and "reason" not in feasible
+    assert feasible["for"] == "retries" and feasible["value"] == 2
+    infeasible = planner.retries(s, 0.95).to_dict()
+    assert infeasible["feasible"] is False
+    assert infeasible["ceiling"] == pytest.approx(0.758626, abs=1e-6)
+    assert isinstance(infeasible["reason"], str)
+    allocation = planner.allocation(ALLOCATION_CHAINS[0], 0.9).to_dict()
+    assert isinstance(allocation["value"], list)
+    json.dumps(allocation, allow_nan=False)
+
+
+def test_plan_cost_per_success_is_infinite_at_zero_success():
+    s = scenario(steps=3, p=[0.9, 0.0, 0.9], verifier={"miss": 0.0})
+    plan = planner.retries(s, 0.5)
+    assert not plan.feasible and plan.binding == "p"
+    assert "step 2" in plan.reason
+    assert plan.cost_per_success == math.inf
+    assert plan.to_dict()["cost_per_success"] is None
+    json.dumps(plan.to_dict(), allow_nan=False)
+
+
+def test_target_comes_from_argument_or_scenario():
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.0}, target=0.95)
+    assert planner.retries(s).value == 2
+    assert planner.retries(s, 0.99).value == 3  # the argument wins
+    with pytest.raises(ValueError, match="target"):
+        planner.retries(scenario(steps=3, p=0.9, verifier={}))
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan"), "0.9", True])
+def test_bad_target_names_the_range(bad):
+    with pytest.raises(ValueError, match=r"target.*\(0, 1\]"):
+        planner.retries(scenario(steps=3, p=0.9, verifier={}), bad)
+
+
+def test_solve_dispatches_and_rejects_unknown_quantities():
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.0})
+    assert planner.solve(s, "retries", 0.95) == planner.retries(s, 0.95)
+    with pytest.raises(ValueError, match="for: must be one of retries, total"):
+        planner.solve(s, "budget", 0.95)
+    assert set(planner.QUANTITIES) == {
+        "retries",
+        "total",
+        "allocation",
+        "verifier",
+        "p",
+        "checkpoints",
+    }
+
+
+def test_every_plan_is_a_plan_of_its_scenario():
+    s = SMALL["checkpoints"]
+    for quantity in planner.QUANTITIES:
+        plan = planner.solve(s, quantity, 0.5)
+        assert isinstance(plan, Plan) and plan.for_ == quantity
+        outcome = evaluate(plan.scenario)
+        assert plan.success == outcome.success
+        assert plan.expected_cost == outcome.expected_cost
+
+
+def test_allocation_with_correlation_beyond_branch_and_bound():
+    # 12 steps with confusion and random effects: the heuristic path (no bound known), which
+    # must still reach the target and never cost more than the least uniform budget
+    s = scenario(
+        steps=12,
+        p=[0.95, 0.7, 0.9, 0.8, 0.99, 0.85, 0.9, 0.75, 0.95, 0.9, 0.8, 0.97],
+        verifier={"miss": 0.01, "false_reject": 0.05},
+        correlation={"task_sd": 0.3, "confusion": {"enter": 0.3, "recover": 0.5, "factor": 0.7}},
+        cost={"attempt": [1, 4, 1, 2, 1, 1, 3, 1, 1, 2, 1, 1], "verify": 0.2},
+    )
+    plan = planner.allocation(s, 0.8)
+    uniform = planner.retries(s, 0.8)
+    assert plan.feasible and uniform.feasible
+    assert plan.success >= 0.8 - 1e-12
+    assert plan.success == evaluate(plan.scenario).success
+    assert plan.expected_cost <= uniform.expected_cost
+    assert plan.details["gap"] is None or plan.details["gap"] == 0.0
