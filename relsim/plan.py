@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from relsim import formulas
-from relsim.results import Outcome
+from relsim.results import Outcome, cost_per_success
 from relsim.scenario import Correlation, Retries, Scenario, Verifier
 
 __all__ = [
@@ -132,9 +132,7 @@ class Plan:
     @property
     def cost_per_success(self) -> float:
         """``expected_cost / success``; infinite when success is 0."""
-        if self.success <= 0.0:
-            return math.inf
-        return self.expected_cost / self.success
+        return cost_per_success(self.expected_cost, self.success)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``for``, ``value``, ``success``, ``expected_cost``, ``cost_per_success``,

@@ -69,9 +69,7 @@ class Outcome:
     @property
     def cost_per_success(self) -> float:
         """``expected_cost / success``; infinite when success is 0."""
-        if self.success <= 0.0:
-            return math.inf
-        return self.expected_cost / self.success
+        return cost_per_success(self.expected_cost, self.success)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: MODEL.md's keys, ``<key>_se`` and ``<key>_ci`` when estimated.
@@ -110,6 +108,16 @@ class Outcome:
             else:
                 row[key] = value
         return pd.DataFrame([row])
+
+
+def cost_per_success(expected_cost: float, success: float) -> float:
+    """Expected cost of one trial over its success: what one success costs on average.
+
+    Infinite when success is 0 (no number of trials buys one).
+    """
+    if success <= 0.0:
+        return math.inf
+    return expected_cost / success
 
 
 def _finite_or_none(value: float | None) -> float | None:
