@@ -8,6 +8,7 @@ Exit status: 0 done; 2 bad input or usage (one line on stderr); 3 an infeasible 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -56,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # `relsim ... | head`: the reader left; stop quietly
+        # Point stdout at devnull so Python's flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (ValueError, OSError) as error:  # bad input: one line, no traceback
         print(f"relsim: error: {error}", file=sys.stderr)
         return EXIT_USAGE
