@@ -112,7 +112,7 @@ def _probability(value: Any, name: str) -> np.ndarray:
 
 
 def _count(value: Any, name: str, low: int = 0) -> np.ndarray:
-    allowed = f"an integer >= {low}"
+    allowed = f"an integer in {low}..2**62"  # the bound keeps int64 arithmetic exact
     x = np.asarray(value)
     if x.dtype.kind == "O":  # huge Python ints, or a list mixing ints and None
         x = _as_float(value, name, allowed)

@@ -34,6 +34,14 @@ class ScenarioError(ValueError):
     """A scenario that breaks the format: the message names the file, the key and the range."""
 
 
+# Upper limits of the integer keys. Far above any agent design, they keep a typo such as
+# ``steps = 100000000000`` from asking the engines for unbounded memory or time.
+MAX_STEPS = 100_000
+MAX_PER_STEP = 10_000
+MAX_TOTAL = 1_000_000
+MAX_ROLLBACKS = 10_000
+
+
 PerStepFloat = float | tuple[float, ...]
 PerStepInt = int | tuple[int, ...]
 
@@ -151,6 +159,11 @@ class Scenario:
             text = path.read_text(encoding="utf-8")
         except OSError as error:
             raise ScenarioError(f"{path}: cannot read: {error.strerror or error}") from None
+        except UnicodeDecodeError as error:
+            raise ScenarioError(
+                f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset "
+                f"{error.start}); TOML files must be UTF-8"
+            ) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
@@ -317,7 +330,7 @@ def _validate(s: Scenario) -> None:
     """Check every field, normalising lists to tuples (object.__setattr__: still frozen)."""
     if not isinstance(s.name, str):
         raise ScenarioError(f"name: must be text, got {_show(s.name)}")
-    _set(s, "steps", _integer(s.steps, "steps", low=1))
+    _set(s, "steps", _integer(s.steps, "steps", low=1, high=MAX_STEPS))
     n = s.steps
     _set(s, "p", _probabilities(s.p, "p", n))
     if s.target is not None:
@@ -343,13 +356,13 @@ def _validate(s: Scenario) -> None:
         if r.per_step is None and r.total is None:
             raise ScenarioError("retries: give per_step, total or both")
         if r.per_step is not None:
-            _set(r, "per_step", _integers(r.per_step, "retries.per_step", n, low=0))
+            _set(r, "per_step", _integers(r.per_step, "retries.per_step", n, low=0, high=MAX_PER_STEP))
         if r.total is not None:
-            _set(r, "total", _integer(r.total, "retries.total", low=0))
+            _set(r, "total", _integer(r.total, "retries.total", low=0, high=MAX_TOTAL))
     if s.checkpoints is not None:
         c = s.checkpoints
         if c.every is not None:
-            _set(c, "every", _integer(c.every, "checkpoints.every", low=1))
+            _set(c, "every", _integer(c.every, "checkpoints.every", low=1, high=MAX_STEPS))
         at = c.at
         if isinstance(at, (list, tuple)):
             at = tuple(_integer(x, "checkpoints.at", low=1, high=n) for x in at)
@@ -360,11 +373,14 @@ def _validate(s: Scenario) -> None:
             raise ScenarioError(f"checkpoints.final: must be true or false, got {_show(c.final)}")
         _set(c, "detect", _probability(c.detect, "checkpoints.detect"))
         _set(c, "false_alarm", _probability(c.false_alarm, "checkpoints.false_alarm"))
-        _set(c, "rollbacks", _integer(c.rollbacks, "checkpoints.rollbacks", low=0))
+        _set(c, "rollbacks", _integer(c.rollbacks, "checkpoints.rollbacks", low=0, high=MAX_ROLLBACKS))
         if not _checkpoint_positions(c, n):
+            given = [f"every = {c.every} exceeds steps = {n}"] if c.every is not None else []
+            given += ["at is empty"] if not c.at else []
+            given += ["final is false"]
             raise ScenarioError(
-                f"checkpoints: no checkpoint position: every = {c.every} exceeds steps = {n} "
-                "and neither at nor final is given"
+                f"checkpoints: no checkpoint position ({', '.join(given)}); "
+                f"give every in 1..{n}, a position in at, or final = true"
             )
     corr = s.correlation
     if not isinstance(corr, Correlation):
@@ -373,6 +389,10 @@ def _validate(s: Scenario) -> None:
     _set(corr, "step_sd", _nonnegative(corr.step_sd, "correlation.step_sd"))
     if corr.confusion is not None:
         conf = corr.confusion
+        if not isinstance(conf, Confusion):
+            raise ScenarioError(
+                f"correlation.confusion: must be a Confusion(enter, recover, factor), got {_show(conf)}"
+            )
         for key in ("enter", "recover", "factor"):
             _set(conf, key, _probability(getattr(conf, key), f"correlation.confusion.{key}"))
     cost = s.cost
@@ -456,8 +476,8 @@ def _per_step_nonnegative(value: Any, key: str, n: int) -> PerStepFloat:
     return _listed(value, key, n, _nonnegative)
 
 
-def _integers(value: Any, key: str, n: int, low: int) -> PerStepInt:
-    return _listed(value, key, n, lambda x, k: _integer(x, k, low=low))
+def _integers(value: Any, key: str, n: int, low: int, high: int) -> PerStepInt:
+    return _listed(value, key, n, lambda x, k: _integer(x, k, low=low, high=high))
 
 
 def _per_step(value: Any, n: int, dtype: type) -> np.ndarray:

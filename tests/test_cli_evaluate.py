@@ -88,7 +88,7 @@ BAD = [
      "retries: needs a [verifier]"),
     ("out of range", "steps = 3\np = 1.5\n", "p: must be in [0, 1], got 1.5"),
     ("negative budget", "steps = 3\np = 0.9\n[verifier]\n[retries]\nper_step = -1\n",
-     "retries.per_step: must be an integer >= 0, got -1"),
+     "retries.per_step: must be an integer in 0..10000, got -1"),
     ("wrong list length", "steps = 3\np = [0.9, 0.8]\n",
      "p: a list must have one value per step (3), got 2"),
     ("checkpoint past the end", "steps = 3\np = 0.9\n[checkpoints]\nat = [4]\n",

@@ -122,14 +122,13 @@ def test_same_seed_same_output_whatever_threads(capsys, r4):
     assert other not in outputs
 
 
-def test_without_seed_the_drawn_seed_is_printed_and_reproduces(capsys, r4):
-    _, out, _ = run(capsys, "simulate", r4, "--trials", "5000", "--json")
-    first = json.loads(out)
-    assert isinstance(first["seed"], int)
-    _, again, _ = run(
-        capsys, "simulate", r4, "--trials", "5000", "--seed", str(first["seed"]), "--json"
-    )
-    assert json.loads(again) == first
+def test_seed_is_required(capsys, r4):
+    # MODEL.md section 6: `relsim simulate SCENARIO.toml --trials N --seed S`; a run is
+    # always reproducible from its command line.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", r4, "--trials", "5000"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--seed" in err and err.count("\n") == 1
 
 
 def test_record(capsys, r4):
@@ -202,12 +201,12 @@ def test_ctrl_c_prints_the_partial_estimate_and_exits_130(monkeypatch, capsys, r
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--trials", "0"], "--trials: must be an integer >= 1"),
-        (["--trials", "many"], "--trials: must be an integer >= 1"),
-        (["--trials", "10", "--threads", "0"], "--threads: must be an integer >= 1"),
+        (["--trials", "0", "--seed", "1"], "--trials: must be an integer >= 1"),
+        (["--trials", "many", "--seed", "1"], "--trials: must be an integer >= 1"),
+        (["--trials", "10", "--seed", "1", "--threads", "0"], "--threads: must be an integer >= 1"),
         (["--trials", "10", "--seed", "-3"], "--seed: must be an integer >= 0"),
-        (["--trials", "10", "--record", "-1"], "--record: must be an integer >= 0"),
-        ([], "--trials"),
+        (["--trials", "10", "--seed", "1", "--record", "-1"], "--record: must be an integer >= 0"),
+        (["--seed", "1"], "--trials"),
     ],
 )
 def test_bad_arguments_one_line_exit_2(capsys, r2, argv, message):
@@ -220,9 +219,9 @@ def test_bad_arguments_one_line_exit_2(capsys, r2, argv, message):
 def test_bad_scenario_files_one_line_exit_2(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("steps = 5\np = 0.9\n[verifier]\nmis = 0.1\n")
-    code, _, err = run(capsys, "simulate", str(bad), "--trials", "10")
+    code, _, err = run(capsys, "simulate", str(bad), "--trials", "10", "--seed", "1")
     assert code == 2 and "verifier.mis" in err and "miss" in err and err.count("\n") == 1
-    code, _, err = run(capsys, "simulate", str(tmp_path / "missing.toml"), "--trials", "10")
+    code, _, err = run(capsys, "simulate", str(tmp_path / "missing.toml"), "--trials", "10", "--seed", "1")
     assert code == 2 and "missing.toml" in err and err.count("\n") == 1
 
 

@@ -123,6 +123,9 @@ def test_grid_with_miss_marks_infeasible_rows(capsys):
         (["solve", "--steps", "10", "--target", "0.9", "--validate", "100"],
          ["--validate", "--p"]),
         (["solve", "--steps", "10", "--target", "0.9", "--for", "retries"], ["--for", "scenario"]),
+        (["solve", "--steps", "10", "--target", "0.9", "--p", "0.9", "--seed", "3"],
+         ["--seed", "--validate"]),
+        (["solve", "design.toml", "--for", "retries", "--seed", "3"], ["--seed", "SCENARIO"]),
         (["frobnicate"], ["frobnicate"]),
         (["solve", "design.toml"], ["--for"]),
         (["solve", "design.toml", "--for", "retries", "--steps", "5"], ["--steps", "SCENARIO"]),
@@ -195,6 +198,20 @@ def test_validate_simulates_the_plan(capsys):
     assert abs(success - wrong) / se > 5
     code, out, _ = run(argv, capsys)
     assert code == 0 and "simulated 20000 trials (seed 7)" in out
+
+
+def test_validate_on_an_infeasible_plan_says_nothing_was_simulated(capsys):
+    argv = ["solve", "--steps", "25", "--target", "0.95", "--p", "0.9", "--miss", "0.1",
+            "--validate", "1000"]
+    code, result, _ = run_json(argv, capsys)
+    assert code == 3 and result["validation"] is None
+    code, out, _ = run(argv, capsys)
+    assert code == 3 and "--validate: nothing simulated" in out
+
+
+def test_an_agent_that_never_succeeds_is_the_reason_not_the_verifier(capsys):
+    code, result, _ = run_json(["solve", "--steps", "5", "--target", "0.5", "--p", "0"], capsys)
+    assert code == 3 and "p = 0" in result["reason"] and "verifier caps" not in result["reason"]
 
 
 # -------------------------------------------------------------------------------- table

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relsim.scenario import Checkpoints, Retries, Scenario, ScenarioError, Verifier
+from relsim.scenario import Checkpoints, Correlation, Retries, Scenario, ScenarioError, Verifier
 
 BASE = {"steps": 3, "p": 0.9}
 
@@ -166,9 +166,9 @@ def test_to_dict_leaves_out_defaults():
 # ------------------------------------------------------------------------ bad input
 # Each bad scenario, the key its error must name, and the allowed range or hint it must give.
 BAD = [
-    ({"steps": 0, "p": 0.9}, "steps", "integer >= 1"),
-    ({"steps": 2.5, "p": 0.9}, "steps", "integer >= 1"),
-    ({"steps": True, "p": 0.9}, "steps", "integer >= 1"),
+    ({"steps": 0, "p": 0.9}, "steps", "integer in 1..100000"),
+    ({"steps": 2.5, "p": 0.9}, "steps", "integer in 1..100000"),
+    ({"steps": True, "p": 0.9}, "steps", "integer in 1..100000"),
     ({"steps": 3}, "p", "required"),
     ({"p": 0.9}, "steps", "required"),
     ({**BASE, "p": 1.2}, "p", "[0, 1]"),
@@ -187,13 +187,13 @@ BAD = [
     ({**BASE, "verifier": {"miss": [0.1]}}, "verifier.miss", "one value per step (3), got 1"),
     ({**BASE, "retries": {"per_step": 1}}, "retries", "needs a [verifier]"),
     ({**BASE, "verifier": {}, "retries": {}}, "retries", "per_step, total or both"),
-    ({**BASE, "verifier": {}, "retries": {"per_step": -1}}, "retries.per_step", "integer >= 0"),
+    ({**BASE, "verifier": {}, "retries": {"per_step": -1}}, "retries.per_step", "integer in 0..10000"),
     ({**BASE, "verifier": {}, "retries": {"per_step": [1, 2]}}, "retries.per_step",
      "one value per step (3), got 2"),
-    ({**BASE, "verifier": {}, "retries": {"total": 1.5}}, "retries.total", "integer >= 0"),
+    ({**BASE, "verifier": {}, "retries": {"total": 1.5}}, "retries.total", "integer in 0..1000000"),
     ({**BASE, "checkpoints": {"detect": 0.5}}, "checkpoints", "give every, at or final"),
     ({**BASE, "checkpoints": {"every": 5}}, "checkpoints", "every = 5 exceeds steps = 3"),
-    ({**BASE, "checkpoints": {"every": 0}}, "checkpoints.every", "integer >= 1"),
+    ({**BASE, "checkpoints": {"every": 0}}, "checkpoints.every", "integer in 1..100000"),
     ({**BASE, "checkpoints": {"at": [4]}}, "checkpoints.at", "integer in 1..3"),
     ({**BASE, "checkpoints": {"at": 2}}, "checkpoints.at", "list of steps in 1..3"),
     ({**BASE, "checkpoints": {"final": "yes"}}, "checkpoints.final", "true or false"),
@@ -201,7 +201,17 @@ BAD = [
     ({**BASE, "checkpoints": {"final": True, "false_alarm": -1}}, "checkpoints.false_alarm",
      "[0, 1]"),
     ({**BASE, "checkpoints": {"final": True, "rollbacks": -1}}, "checkpoints.rollbacks",
-     "integer >= 0"),
+     "integer in 0..10000"),
+    # Upper limits: a typo must not ask the engines for unbounded memory or time.
+    ({"steps": 10**11, "p": 0.9}, "steps", "integer in 1..100000"),
+    ({**BASE, "verifier": {}, "retries": {"per_step": 10**14}}, "retries.per_step",
+     "integer in 0..10000"),
+    ({**BASE, "verifier": {}, "retries": {"total": 10**14}}, "retries.total",
+     "integer in 0..1000000"),
+    ({**BASE, "checkpoints": {"final": True, "rollbacks": 10**9}}, "checkpoints.rollbacks",
+     "integer in 0..10000"),
+    ({**BASE, "checkpoints": {"at": []}}, "checkpoints", "at is empty, final is false"),
+    ({**BASE, "checkpoints": {"final": False}}, "checkpoints", "give every in 1..3"),
     ({**BASE, "correlation": {"task_sd": -1}}, "correlation.task_sd", ">= 0"),
     ({**BASE, "correlation": {"step_sd": float("inf")}}, "correlation.step_sd", "finite"),
     ({**BASE, "correlation": {"confusion": {"enter": 0.5}}}, "correlation.confusion",
@@ -280,3 +290,15 @@ def test_missing_file(tmp_path):
 
 def test_scenario_error_is_a_value_error():
     assert issubclass(ScenarioError, ValueError)
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'steps = 3\np = 0.9\nname = "caf\xe9"\n')
+    with pytest.raises(ScenarioError, match=r"latin1\.toml: not UTF-8 text \(byte 0xe9"):
+        Scenario.from_toml(path)
+
+
+def test_a_confusion_that_is_not_a_confusion_is_an_error():
+    with pytest.raises(ScenarioError, match="correlation.confusion: must be a Confusion"):
+        Scenario(steps=2, p=0.9, correlation=Correlation(confusion={"enter": 1}))

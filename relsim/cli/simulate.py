@@ -2,7 +2,7 @@
 
 ::
 
-    relsim simulate SCENARIO.toml --trials N [--seed S] [--threads T] [--record K] [--json]
+    relsim simulate SCENARIO.toml --trials N --seed S [--threads T] [--record K] [--json]
 
 Prints the estimates with standard errors, 95% intervals and percentiles of cost and attempts
 (``--json``: ``Outcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``, ``seed`` and
@@ -43,8 +43,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--seed",
         type=nonnegative_int,
+        required=True,
         metavar="S",
-        help="seed (integer >= 0); without it one is drawn and printed",
+        help="seed (integer >= 0): the same seed gives the same numbers",
     )
     parser.add_argument(
         "--threads", type=positive_int, metavar="T", help="worker threads (default: all cores)"

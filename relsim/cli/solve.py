@@ -32,7 +32,7 @@ FOR_CHOICES = ("retries", "total", "allocation", "verifier", "p", "checkpoints")
 #: The ``p`` grid of the table printed without ``--p``.
 P_GRID = (0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99, 0.995, 0.999)
 _FLAG_ONLY = (("steps", "--steps"), ("p", "--p"), ("miss", "--miss"),
-              ("false_reject", "--false-reject"), ("validate", "--validate"))
+              ("false_reject", "--false-reject"), ("validate", "--validate"), ("seed", "--seed"))
 
 
 def add_parser(subparsers: Any) -> None:
@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--steps is required (an integer >= 1), or give a SCENARIO file")
     if args.target is None:
         raise ValueError("--target is required (a number in (0, 1])")
+    if args.seed is not None and args.validate is None:
+        raise ValueError("--seed is the seed of --validate's simulation: give --validate N too")
     miss = 0.0 if args.miss is None else args.miss
     false_reject = 0.0 if args.false_reject is None else args.false_reject
     if args.p is None:
@@ -99,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
             _print_grid(result)
         return EXIT_OK
     result = solve_one(args.steps, args.target, args.p, miss, false_reject)
-    if args.validate is not None and result["feasible"]:
-        result["validation"] = validate(result, args.validate, args.seed)
+    if args.validate is not None:  # an infeasible plan has no design to simulate: null
+        feasible = result["feasible"]
+        result["validation"] = validate(result, args.validate, args.seed) if feasible else None
     if args.json:
         print_json(result)
     else:
@@ -181,6 +184,10 @@ def solve_grid(steps: int, target: float, miss: float, false_reject: float) -> d
 def _reason(result: dict) -> str:
     step_ceiling, ceiling = result["step_ceiling"], result["ceiling"]
     steps, target = result["steps"], result["target"]
+    if result["p"] == 0.0:
+        return "the agent never succeeds (p = 0): no verifier or retry budget can help"
+    if result["false_reject"] == 1.0:
+        return "the verifier rejects every correct attempt (false_reject = 1), so no step succeeds"
     if ceiling < target:
         return (
             f"the verifier caps each step at {step_ceiling:.6f} (it accepts wrong attempts "
@@ -276,8 +283,10 @@ def _print_one(result: dict) -> None:
         print("reachable with enough retries given any of:")
         for line in _remedies(result):
             print(f"  - {line}")
-    validation = result.get("validation")
-    if validation:
+    validation = result.get("validation", False)
+    if validation is None:
+        print("--validate: nothing simulated, no retry budget reaches the target")
+    elif validation:
         z = validation["z"]
         print(
             f"simulated {validation['trials']} trials (seed {validation['seed']}): success "
