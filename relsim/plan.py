@@ -27,6 +27,7 @@ final numbers of every plan come from the engine.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from relsim import formulas
-from relsim.results import Outcome, cost_per_success
+from relsim.results import Outcome, _finite_or_none, cost_per_success
 from relsim.scenario import Correlation, Retries, Scenario, Verifier
 
 __all__ = [
@@ -137,23 +138,24 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``for``, ``value``, ``success``, ``expected_cost``, ``cost_per_success``,
         ``feasible``, ``target``; ``ceiling``, ``binding`` and ``reason`` when infeasible;
-        ``details`` when there are any. Infinities become None."""
+        ``details`` when there are any (a copy: the planners fill them with plain Python
+        values). Infinities become None."""
         value = list(self.value) if isinstance(self.value, tuple) else self.value
         out: dict[str, Any] = {
             "for": self.for_,
             "value": value,
-            "success": _finite(self.success),
-            "expected_cost": _finite(self.expected_cost),
-            "cost_per_success": _finite(self.cost_per_success),
+            "success": _finite_or_none(self.success),
+            "expected_cost": _finite_or_none(self.expected_cost),
+            "cost_per_success": _finite_or_none(self.cost_per_success),
             "feasible": self.feasible,
             "target": self.target,
         }
         if not self.feasible:
-            out["ceiling"] = _finite(self.ceiling)
+            out["ceiling"] = _finite_or_none(self.ceiling)
             out["binding"] = self.binding
             out["reason"] = self.reason
         if self.details:
-            out["details"] = _jsonable(self.details)
+            out["details"] = copy.deepcopy(dict(self.details))
         return out
 
 
@@ -578,7 +580,7 @@ def _with_every(scenario: Scenario, every: int) -> Scenario:
 
 
 def _budget_floor(scenario: Scenario) -> int:
-    r"""Least ``r`` with :math:`q^{r+1} \le 10^{-12}` at the slowest step (confused or not;
+    r"""Least ``r >= 1`` with :math:`q^r \le 10^{-12}` at the slowest step (confused or not;
     a state that can never pass, :math:`q = 1`, is left out: it never converges and never
     contributes): past it a chain's success no longer moves; capped at ``MAX_BUDGET``."""
     prob = scenario.p_array
@@ -698,17 +700,25 @@ def _budget_plan(
 
 
 def _no_verifier_plan(for_: str, scenario: Scenario, goal: float, value: Any) -> Plan:
-    """Retries need a verifier: without one, the plan is feasible only if no retry is needed."""
+    """Retries need a verifier: without one, the plan is feasible only if no retry is needed.
+
+    A step that never succeeds (``p = 0``) is blamed first: no verifier can help it."""
     success = _success(scenario)
     if success >= goal - TOLERANCE:
         return _plan(for_, value, scenario, goal, feasible=True)
-    floor = _budget_floor(scenario)
-    perfect = replace(scenario, verifier=Verifier(), retries=Retries(per_step=floor))
-    reason = (
-        f"there is no [verifier], so no attempt is rejected and retries never run: success "
-        f"stays at {success:.6f} < target {goal:g}; add a verifier (with a perfect one and "
-        f"enough retries success reaches {_success(perfect):.6f})"
-    )
+    never = _never_succeeds(scenario, goal, success)
+    if never is not None:
+        binding, reason = never
+    else:
+        perfect = _with_perfect_verifier(scenario)
+        assert perfect.retries is not None
+        binding = "verifier"
+        reason = (
+            f"there is no [verifier], so no attempt is rejected and retries never run: success "
+            f"stays at {success:.6f} < target {goal:g}; add a verifier (with a perfect one and "
+            f"{perfect.retries.per_step} retries per step success reaches "
+            f"{_success(perfect):.6f})"
+        )
     return _plan(
         for_,
         value,
@@ -716,9 +726,17 @@ def _no_verifier_plan(for_: str, scenario: Scenario, goal: float, value: Any) ->
         goal,
         feasible=False,
         ceiling=success,
-        binding="verifier",
+        binding=binding,
         reason=reason,
     )
+
+
+def _with_perfect_verifier(scenario: Scenario) -> Scenario:
+    """The remedy for a scenario without a verifier: a perfect one, and per-step retries up to
+    the budget at which that verifier's success stops moving (the floor is taken with the
+    verifier in place; without one no attempt is rejected and any floor is 1)."""
+    verified = replace(scenario, verifier=Verifier())
+    return replace(verified, retries=Retries(per_step=_budget_floor(verified)))
 
 
 # ------------------------------------------------------------------------- probability search
@@ -828,7 +846,8 @@ def _rate_plan(scenario: Scenario, goal: float, key: str) -> Plan:
 # ------------------------------------------------------------------------------- diagnosis
 def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """Each constraint that can cap success, and the scenario with that constraint lifted,
-    in the order they are blamed."""
+    in the order they are blamed. Without a verifier, adding one (a perfect one, with
+    retries) is the largest change, so it is blamed after the constraints the scenario sets."""
     out: list[tuple[str, Scenario]] = []
     s = scenario
     if s.retries is not None and s.retries.total is not None:
@@ -837,9 +856,6 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
         out.append(("verifier.miss", _with_rate(s, "miss", 0.0)))
     if s.verifier is not None:
         out.append(("retries.per_step", _with_per_step(s, _budget_floor(s))))
-    else:  # no verifier, so no retries: a perfect verifier with retries is the remedy
-        remedy = replace(s, verifier=Verifier(), retries=Retries(per_step=_budget_floor(s)))
-        out.append(("retries.per_step", remedy))
     correlation = s.correlation
     if s.has_random_effects or correlation.confusion is not None:
         out.append(("correlation", replace(s, correlation=Correlation())))
@@ -854,6 +870,8 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
             out.append(("checkpoints.detect", replace(s, checkpoints=replace(c, detect=1.0))))
     if s.verifier is not None and np.any(s.false_reject_array > 0):
         out.append(("verifier.false_reject", _with_rate(s, "false_reject", 0.0)))
+    if s.verifier is None:  # no verifier, so no retries: a perfect verifier with retries
+        out.append(("retries.per_step", _with_perfect_verifier(s)))
     return out
 
 
@@ -871,11 +889,10 @@ def _diagnose(
     ceiling recomputed: the first whose lifting reaches the target binds; when none does
     alone, the one that lifts the ceiling most."""
     reached = goal - TOLERANCE
-    head = f"success cannot reach the target {goal:g}: it is at most {ceiling:.6f}"
-    zero = np.flatnonzero(scenario.p_array == 0.0)
-    if zero.size and for_ != "p":
-        steps = ", ".join(str(i + 1) for i in zero[:5])
-        return "p", f"{head}, because step {steps} never succeeds (p = 0)"
+    head = _head(goal, ceiling)
+    never = _never_succeeds(scenario, goal, ceiling)
+    if never is not None and for_ != "p":
+        return never
     lifted: list[tuple[str, float]] = []
     for key, relaxed in _relaxations(scenario):
         if key in skip:
@@ -904,6 +921,25 @@ def _diagnose(
     if for_ in ("verifier", "checkpoints", "total"):
         return "p", f"{head}; the agent's per-step success p caps it even with this remedy"
     return "p", f"{head}; the agent's per-step success p caps it"
+
+
+def _head(goal: float, ceiling: float) -> str:
+    return f"success cannot reach the target {goal:g}: it is at most {ceiling:.6f}"
+
+
+def _never_succeeds(scenario: Scenario, goal: float, ceiling: float) -> tuple[str, str] | None:
+    """``("p", reason)`` when some step has ``p = 0``: no retry, verifier or checkpoint can
+    make it succeed, so the agent binds whatever is planned (except ``p`` itself)."""
+    zero = np.flatnonzero(scenario.p_array == 0.0)
+    if not zero.size:
+        return None
+    shown = ", ".join(str(i + 1) for i in zero[:5])
+    more = f" and {zero.size - 5} more" if zero.size > 5 else ""
+    where = f"step {shown}" if zero.size == 1 else f"steps {shown}{more}"
+    return "p", (
+        f"{_head(goal, ceiling)}, because the agent never succeeds at {where} (p = 0): no "
+        "retry, verifier or checkpoint can help; a better agent (--for p) is the remedy"
+    )
 
 
 def _why(scenario: Scenario, key: str, lifted: float, goal: float, for_: str) -> str:
@@ -1486,22 +1522,3 @@ def _branch_and_bound(
     except _OutOfEvaluations:
         return None
     return best[1]
-
-
-# ==================================================================================== helpers
-def _finite(value: float | None) -> float | None:
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return _finite(float(value))
-    return value

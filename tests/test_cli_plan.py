@@ -151,3 +151,16 @@ def test_run_scenario_rejects_unknown_quantity(lesson):
     args = argparse.Namespace(scenario=lesson(0.0), for_="budget", target=None, json=False)
     with pytest.raises(ValueError, match="--for: must be one of"):
         run_scenario(args)
+
+
+def test_no_verifier_remedy_and_p_zero_in_json(tmp_path, capsys):
+    path = tmp_path / "no_verifier.toml"
+    path.write_text("steps = 10\np = 0.95\ntarget = 0.9\n", encoding="utf-8")
+    code, out, _ = run_json(capsys, ["solve", str(path), "--for", "retries", "--json"])
+    assert code == EXIT_INFEASIBLE and out["binding"] == "verifier"
+    # a perfect verifier with enough retries: (1 - 0.05**(r+1))**10 -> 1, not 0.975279 (r = 1)
+    assert "success reaches 1.000000" in out["reason"] and "0.975279" not in out["reason"]
+    path.write_text("steps = 10\np = 0.0\ntarget = 0.9\n", encoding="utf-8")
+    code, out, _ = run_json(capsys, ["solve", str(path), "--for", "retries", "--json"])
+    assert code == EXIT_INFEASIBLE and out["binding"] == "p"
+    assert "agent never succeeds" in out["reason"] and "add a verifier" not in out["reason"]

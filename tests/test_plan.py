@@ -10,6 +10,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -208,6 +211,47 @@ def test_no_verifier_means_no_retries():
     assert plan.ceiling == pytest.approx(0.9**10)
     # a target the agent already meets needs no retry at all
     assert planner.retries(s, 0.3).value == 0
+
+
+@pytest.mark.parametrize("quantity", ["retries", "total", "allocation"])
+def test_no_verifier_remedy_states_what_a_perfect_verifier_buys(quantity):
+    # with a perfect verifier a step with r retries succeeds with 1 - (1 - p)**(r+1) (MODEL.md
+    # section 2), which tends to 1: the remedy must say so, not the value at r = 1 (0.975279)
+    s = scenario(steps=10, p=0.95)
+    plan = planner.solve(s, quantity, 0.9)
+    assert not plan.feasible and plan.binding == "verifier"
+    pattern = r"perfect one and (\d+) retries per step success reaches ([0-9.]+)"
+    match = re.search(pattern, plan.reason)
+    assert match, plan.reason
+    budget, stated = int(match.group(1)), float(match.group(2))
+    assert stated == pytest.approx((1 - 0.05 ** (budget + 1)) ** 10, abs=1e-6)
+    assert stated == pytest.approx(1.0, abs=1e-6)
+    # the budget stated is where success stops moving: q = 1 - p, q**r <= 1e-12 (_budget_floor)
+    assert 0.05**budget <= 1e-12 < 0.05 ** (budget - 1)
+
+
+def test_no_verifier_relaxation_lifts_the_ceiling_to_one():
+    s = scenario(steps=10, p=0.95)
+    remedy = dict(planner._relaxations(s))["retries.per_step"]
+    assert remedy.verifier is not None and remedy.retries is not None
+    assert evaluate(remedy).success == pytest.approx(
+        (1 - 0.05 ** (remedy.retries.per_step + 1)) ** 10, abs=1e-12
+    )
+    assert evaluate(remedy).success == pytest.approx(1.0, abs=1e-6)
+    plan = planner.verifier(s, 0.9)  # a verifier alone, without retries, cannot help
+    assert not plan.feasible and plan.binding == "retries.per_step"
+    lifted = float(re.search(r"the ceiling is ([0-9.]+)", plan.reason).group(1))
+    assert lifted == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("quantity", ["retries", "total", "allocation", "verifier"])
+def test_agent_that_never_succeeds_binds_before_a_missing_verifier(quantity):
+    s = scenario(steps=10, p=0.0)
+    plan = planner.solve(s, quantity, 0.9)
+    assert not plan.feasible and plan.binding == "p"
+    assert plan.ceiling == 0.0
+    assert "agent never succeeds" in plan.reason and "(p = 0)" in plan.reason
+    assert "add a verifier" not in plan.reason
 
 
 def test_target_one_is_met_within_the_rounding_slack():
@@ -678,6 +722,30 @@ def test_plan_cost_per_success_is_infinite_at_zero_success():
     assert plan.cost_per_success == math.inf
     assert plan.to_dict()["cost_per_success"] is None
     json.dumps(plan.to_dict(), allow_nan=False)
+
+
+def test_plan_keeps_no_copy_of_the_json_helpers():
+    # plan.py reuses relsim.results' conversion and leaves the rest to the CLI's print_json
+    from relsim import results
+
+    assert planner._finite_or_none is results._finite_or_none
+    assert not hasattr(planner, "_finite") and not hasattr(planner, "_jsonable")
+    code = "import sys, relsim.plan; print(any(m.startswith('relsim.cli') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("quantity", ["verifier", "allocation"])
+def test_plan_details_are_plain_json_and_a_copy(quantity):
+    plan = planner.solve(ALLOCATION_CHAINS[0], quantity, 0.9)
+    data = plan.to_dict()
+    assert data["details"] == dict(plan.details)
+    json.dumps(data, allow_nan=False)
+    for value in data["details"].values():
+        if isinstance(value, dict):
+            value.clear()
+    data["details"].clear()
+    assert plan.details and all(v != {} for v in plan.details.values())
 
 
 def test_target_comes_from_argument_or_scenario():
