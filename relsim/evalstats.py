@@ -22,7 +22,9 @@ Conventions
   over the resampled tasks that have ``n_i >= k``). The interval is the BCa interval of the
   replicates (bias-corrected and accelerated), or on request the plain percentile interval,
   which under-covers for the skewed per-task values of pass@k and pass^k (see
-  :func:`pass_k`).
+  :func:`pass_k`). At least :data:`MIN_REPLICATES` replicates are required, and a k with
+  fewer than two eligible tasks gets no interval (NaN), as the success mean gets none with
+  one task: resampling one task cannot show how tasks vary.
 - **Power**: a normal approximation for a paired design (see :func:`tasks_needed`).
 
 Everything here returns pandas objects or frozen result objects with ``to_dict()`` (the JSON
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_KS",
     "DEFAULT_REPLICATES",
     "INTERVALS",
+    "MIN_REPLICATES",
     "Comparison",
     "TrialAnalysis",
     "TrialDataWarning",
@@ -62,6 +65,9 @@ __all__ = [
 
 #: Number of cluster-bootstrap replicates behind the pass@k / pass^k intervals.
 DEFAULT_REPLICATES = 2000
+#: The fewest replicates accepted: fewer cannot place the 2.5% and 97.5% quantiles (with one,
+#: the "interval" is a single resample's mean and need not contain the estimate).
+MIN_REPLICATES = 100
 #: The k reported when none are asked for (those above the largest trial count are dropped).
 DEFAULT_KS = (1, 3, 5)
 
@@ -110,10 +116,11 @@ def read_trials(
     Raises
     ------
     ValueError
-        For an empty input, a missing column, a missing or unreadable value, a non-binary
-        ``success`` (or a non-numeric score with ``threshold``), a negative ``cost``, a
-        ``steps`` that is not a number > 0, or a duplicate (task, trial) pair. The message
-        names the file, the line and the column.
+        For a file that is not UTF-8 text, an empty input, a missing column, a missing or
+        unreadable value, a non-binary ``success`` (or a non-numeric score with
+        ``threshold``), a negative ``cost``, a ``steps`` that is not a number > 0, or a
+        duplicate (task, trial) pair. The message names the file, the line and the column
+        (for text that is not UTF-8: the file, the first bad line and the byte).
 
     Examples
     --------
@@ -224,8 +231,11 @@ def _read_file(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
 
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    with path.open("r", encoding="utf-8-sig") as handle:
-        first = handle.read(4096).lstrip()
+    try:
+        with path.open("r", encoding="utf-8-sig") as handle:
+            first = handle.read(4096).lstrip()
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     if not first:
         raise ValueError(f"{path} is empty: no trial rows")
     if path.suffix.lower() in (".jsonl", ".ndjson") or first.startswith("{"):
@@ -241,7 +251,9 @@ def _read_file(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
             skip_blank_lines=False,
             encoding="utf-8-sig",
         )
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except pd.errors.ParserError as error:
         raise ValueError(f"{path}: not a readable CSV file ({error})".replace("\n", " ")) from None
     cells = [
         np.char.strip(table.iloc[:, i].to_numpy(dtype=str)).astype(object)
@@ -258,24 +270,48 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     import json
 
     records, lines = [], []
-    with path.open("r", encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path} line {number}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(
-                    f"{path} line {number}: each line must be a JSON object, "
-                    f"got {type(record).__name__}"
-                )
-            records.append(record)
-            lines.append(number)
+    try:
+        with path.open("r", encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ValueError(
+                        f"{path} line {number}: not valid JSON ({error.msg})"
+                    ) from None
+                if not isinstance(record, dict):
+                    raise ValueError(
+                        f"{path} line {number}: each line must be a JSON object, "
+                        f"got {type(record).__name__}"
+                    )
+                records.append(record)
+                lines.append(number)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     columns = [str(c) for c in dict.fromkeys(key for record in records for key in record)]
     cells = [np.array([_as_text(r.get(c)) for r in records], dtype=object) for c in columns]
     return columns, cells, np.asarray(lines, dtype=np.int64)
+
+
+def _not_utf8(path: Path) -> ValueError:
+    """The error for a file that does not decode as UTF-8, naming its first bad line.
+
+    Only called once decoding has failed: the text reader decodes in blocks, so the line is
+    found again here, one line at a time (a newline byte never occurs inside a UTF-8
+    sequence, so each line decodes on its own).
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                return ValueError(
+                    f"{path} line {number}: not UTF-8 text (byte 0x{raw[error.start]:02x} at "
+                    f"byte {error.start + 1} of the line: {error.reason}); save it as UTF-8"
+                )
+    return ValueError(f"{path}: not UTF-8 text; save it as UTF-8")
 
 
 def _column_text(column: pd.Series) -> np.ndarray:
@@ -450,9 +486,12 @@ def pass_k(
     each term the unbiased per-task estimator (Chen et al. 2021; tau-bench). The interval
     resamples the :math:`T` tasks with replacement ``replicates`` times and recomputes each
     estimate on the resample (over its tasks with :math:`n_i \ge k`); replicates whose
-    resample holds no such task are left out. ``interval="percentile"`` takes the
-    :math:`(1\mp\gamma)/2` quantiles of the replicates :math:`\theta^*`. The default,
-    ``"bca"`` (bias-corrected and accelerated, Efron 1987), takes the quantiles at
+    resample holds no such task are left out. A ``k`` with fewer than two eligible tasks
+    (:math:`|E_k| < 2`) gets no interval (NaN), like the success mean with one task: with one
+    task every resample is that task again and the "interval" would be the point.
+    ``interval="percentile"`` takes the :math:`(1\mp\gamma)/2` quantiles of the replicates
+    :math:`\theta^*`. The default, ``"bca"`` (bias-corrected and accelerated, Efron 1987),
+    takes the quantiles at
 
     .. math::
 
@@ -474,7 +513,8 @@ def pass_k(
     ks : iterable of int
         Each an integer in [1, max n_i].
     replicates : int
-        Bootstrap replicates, >= 1 (default :data:`DEFAULT_REPLICATES`).
+        Bootstrap replicates, an integer >= :data:`MIN_REPLICATES` (default
+        :data:`DEFAULT_REPLICATES`).
     seed : int, SeedSequence, Generator or None
         Seeds the bootstrap (``numpy.random.default_rng(seed)``).
     confidence : float
@@ -486,7 +526,8 @@ def pass_k(
     -------
     pandas.DataFrame
         Indexed by (``metric``, ``k``) with metric ``pass_at_k`` or ``pass_hat_k``; columns
-        ``estimate``, ``ci_low``, ``ci_high``, ``tasks`` (|E_k|), ``excluded_tasks``.
+        ``estimate``, ``ci_low``, ``ci_high`` (NaN when ``tasks < 2``), ``tasks`` (|E_k|),
+        ``excluded_tasks``.
 
     Examples
     --------
@@ -495,7 +536,7 @@ def pass_k(
 
     >>> import pandas as pd
     >>> tasks = pd.DataFrame({"trials": [5, 5], "successes": [1, 5]}, index=["a", "b"])
-    >>> float(pass_k(tasks, [2], replicates=10).loc[("pass_at_k", 2), "estimate"])
+    >>> float(pass_k(tasks, [2], replicates=100).loc[("pass_at_k", 2), "estimate"])
     0.7
     """
     table, _ = _pass_k(
@@ -515,9 +556,11 @@ def _pass_k(tasks, ks, *, replicates, seed, confidence, interval) -> tuple[pd.Da
     if (
         isinstance(replicates, bool)
         or not isinstance(replicates, (int, np.integer))
-        or replicates < 1
+        or replicates < MIN_REPLICATES
     ):
-        raise ValueError(f"replicates must be an integer >= 1, got {replicates!r}")
+        raise ValueError(
+            f"replicates must be an integer >= {MIN_REPLICATES}, got {replicates!r}"
+        )
     n, c = _counts(tasks)
     ks = _check_ks(ks, int(n.max()))
 
@@ -545,13 +588,20 @@ def _pass_k(tasks, ks, *, replicates, seed, confidence, interval) -> tuple[pd.Da
         values[:, len(ks) + column] = hat_k[inverse]
     estimates = np.nanmean(values, axis=0)
     replicate_means = _cluster_bootstrap(values, replicates, np.random.default_rng(seed))
-    low, high = np.empty(values.shape[1]), np.empty(values.shape[1])
-    for column in range(values.shape[1]):
+    eligible_counts = np.array([(n >= k).sum() for k in ks] * 2)
+    low, high = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
+    for column in np.flatnonzero(eligible_counts >= 2):
         low[column], high[column] = _bootstrap_interval(
             values[:, column], estimates[column], replicate_means[:, column], confidence, interval
         )
+    lonely = [k for k in ks if (n >= k).sum() == 1]
+    if lonely and len(n) > 1:  # with one task in all, analyze says so once for everything
+        shown = ", ".join(str(k) for k in lonely)
+        messages.append(
+            f"only one task has at least k trials at k={shown}: pass@k and pass^k there have "
+            "no interval (it needs at least two tasks)"
+        )
 
-    eligible_counts = np.array([(n >= k).sum() for k in ks] * 2)
     index = pd.MultiIndex.from_product([("pass_at_k", "pass_hat_k"), ks], names=["metric", "k"])
     table = pd.DataFrame(
         {
@@ -692,13 +742,16 @@ class TrialAnalysis:
     per_task : pandas.DataFrame
         From :func:`per_task`.
     cost_per_success : float or None
-        Total cost / total successes (infinite with no success); None without a ``cost`` column.
+        Total cost / total successes (infinite with no success); None without a ``cost``
+        column. In :meth:`to_dict` the key is left out without a ``cost`` column and is
+        None (JSON null) only when there is no success.
     steps : dict or None
         With a ``steps`` column: ``mean`` (mean over tasks of each task's mean steps),
-        ``per_step_success`` (``success.mean ** (1 / mean)``) and ``plan``: what
-        ``relsim solve --steps round(mean) --target T --p per_step_success`` plans with a
-        perfect verifier (``steps``, ``target``, ``required_step_success``, ``retries``,
-        ``success``, ``feasible``, ``command``).
+        ``per_step_success`` (``success.mean ** (1 / plan["steps"])``, with ``plan["steps"]``
+        the integer ``n`` below) and ``plan``: what ``relsim solve --steps n --target T --p
+        per_step_success`` plans with a perfect verifier, ``n`` being ``mean`` rounded to the
+        nearest integer (halves up, at least 1) (``steps``, ``target``,
+        ``required_step_success``, ``retries``, ``success``, ``feasible``, ``command``).
     replicates, seed, confidence, interval
         The bootstrap's settings.
     warnings : tuple of str
@@ -719,7 +772,11 @@ class TrialAnalysis:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of ``relsim analyze --json`` (NaN and infinity become None)."""
+        """The JSON shape of ``relsim analyze --json`` (NaN and infinity become None).
+
+        ``cost_per_success`` is present only with a ``cost`` column, and None there only
+        when no trial succeeded.
+        """
         out: dict[str, Any] = {
             "tasks": self.tasks,
             "trials": self.trials,
@@ -739,7 +796,8 @@ class TrialAnalysis:
                 }
                 for k, row in rows.iterrows()
             }
-        out["cost_per_success"] = _num(self.cost_per_success)
+        if self.cost_per_success is not None:
+            out["cost_per_success"] = _num(self.cost_per_success)
         if self.steps is not None:
             out["steps"] = {
                 key: (
@@ -798,13 +856,15 @@ def analyze(
     -----
     With a ``steps`` column the implied per-step success is
 
-    .. math:: p_{\mathrm{step}} = \bar p^{\,1/\bar n}
+    .. math:: p_{\mathrm{step}} = \bar p^{\,1/n}, \qquad n = \max(1, \lfloor \bar s + 1/2
+        \rfloor)
 
-    with :math:`\bar p` the success mean over tasks and :math:`\bar n` the mean over tasks of
-    each task's mean steps: the per-step success that, compounded over :math:`\bar n`
-    independent steps, gives the observed success. It feeds
-    :func:`relsim.formulas.min_retries` (perfect verifier) for ``round(n̄)`` steps, which is what
-    ``relsim solve --steps N --target T --p P`` reports.
+    with :math:`\bar p` the success mean over tasks and :math:`\bar s` the mean over tasks of
+    each task's mean steps, rounded to the integer :math:`n` a plan needs: the per-step
+    success that, compounded over :math:`n` independent steps, gives the observed success
+    (:func:`relsim.formulas.required_step_success` with the observed success as target). The
+    plan uses the same :math:`n`: :func:`relsim.formulas.min_retries` (perfect verifier) and
+    the success it reaches, exactly what ``relsim solve --steps n --target T --p P`` reports.
 
     Examples
     --------
@@ -837,7 +897,11 @@ def analyze(
 
     steps = None
     if "steps" in frame:
-        steps = _steps_plan(float(success["mean"]), float(tasks["steps"].mean()), target)
+        mean_steps = float(tasks["steps"].mean())
+        steps = {
+            "mean": mean_steps,
+            **_steps_plan(float(success["mean"]), max(1, math.floor(mean_steps + 0.5)), target),
+        }
 
     for message in messages:
         warnings.warn(message, TrialDataWarning, stacklevel=2)
@@ -857,27 +921,27 @@ def analyze(
     )
 
 
-def _steps_plan(success_mean: float, mean_steps: float, target: float) -> dict[str, Any]:
+def _steps_plan(success_mean: float, steps: int, target: float) -> dict[str, Any]:
+    """The per-step success implied over ``steps`` steps and the flag-form plan of
+    ``relsim solve`` (perfect verifier) from it, by the same formulas."""
     from relsim import formulas
 
-    per_step = success_mean ** (1.0 / mean_steps)
-    steps = max(1, int(round(mean_steps)))
+    per_step = formulas.required_step_success(success_mean, steps) if success_mean > 0 else 0.0
+    retries = formulas.min_retries(per_step, steps, target)
     plan: dict[str, Any] = {
         "steps": steps,
         "target": target,
-        "required_step_success": float(formulas.required_step_success(target, steps)),
-        "retries": None,
-        "success": None,
-        "feasible": False,
+        "required_step_success": formulas.required_step_success(target, steps),
+        "retries": retries,
+        "success": (
+            None
+            if retries is None
+            else formulas.compound(formulas.verified_step(per_step, retries).success, steps)
+        ),
+        "feasible": retries is not None,
         "command": f"relsim solve --steps {steps} --target {target:g} --p {per_step:.6g}",
     }
-    if per_step > 0:
-        retries = formulas.min_retries(per_step, steps, target)
-        if retries is not None:
-            plan["retries"] = int(retries)
-            plan["success"] = float(formulas.retry_success(per_step, int(retries)) ** steps)
-            plan["feasible"] = True
-    return {"mean": mean_steps, "per_step_success": per_step, "plan": plan}
+    return {"per_step_success": per_step, "plan": plan}
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,9 +55,8 @@ def test_analyze_json_shape_and_values(tmp_path, capsys):
         "success",
         "pass_at_k",
         "pass_hat_k",
-        "cost_per_success",
         "bootstrap",
-    }
+    }  # no cost column: no cost_per_success key
     assert result["tasks"] == 4 and result["trials"] == 16
     assert set(result["success"]) == {"mean", "se", "ci"}
     assert result["success"]["mean"] == pytest.approx((0.75 + 0.25 + 1 + 0) / 4)
@@ -70,7 +69,6 @@ def test_analyze_json_shape_and_values(tmp_path, capsys):
     # pass^4: only task c succeeds every time; pass@4: every task but d has a success
     assert result["pass_hat_k"]["4"]["estimate"] == pytest.approx(0.25)
     assert result["pass_at_k"]["4"]["estimate"] == pytest.approx(0.75)
-    assert result["cost_per_success"] is None
     assert result["bootstrap"] == {
         "replicates": 2000,
         "seed": 3,
@@ -92,6 +90,61 @@ def test_analyze_text_output(tmp_path, capsys):
     assert "(bca), 200 replicates" in out
     code, out, _ = run(capsys, "analyze", path, "--k", "2", "--interval", "percentile")
     assert code == 0 and "(percentile), 2000 replicates" in out
+
+
+def test_analyze_cost_per_success_is_null_only_with_no_success(tmp_path, capsys):
+    failing = write(tmp_path / "f.csv", csv_of({"a": [0, 0], "b": [0, 0]}, cost=1))
+    code, out, _ = run(capsys, "analyze", failing, "--k", "1", "--json")
+    assert code == 0 and json.loads(out)["cost_per_success"] is None
+    code, out, _ = run(capsys, "analyze", failing, "--k", "1")
+    assert "cost per success  infinite (no success)" in out
+    plain = write(tmp_path / "p.csv", csv_of({"a": [0, 1], "b": [0, 0]}))
+    code, out, _ = run(capsys, "analyze", plain, "--k", "1", "--json")
+    assert code == 0 and "cost_per_success" not in json.loads(out)
+    code, out, _ = run(capsys, "analyze", plain, "--k", "1")
+    assert "cost per success" not in out
+
+
+def test_analyze_steps_text_uses_the_planned_integer_steps(tmp_path, capsys):
+    # mean steps 10.25 is planned as 10 steps: the implied p is success^(1/10), and the printed
+    # command reproduces the observed success
+    text = "task,trial,success,steps\na,1,1,10\na,2,0,11\nb,1,1,10\nb,2,1,10\n"
+    path = write(tmp_path / "t.csv", text)
+    code, out, _ = run(capsys, "analyze", path, "--k", "1")
+    p = 0.75 ** (1 / 10)
+    assert code == 0
+    assert f"mean 10.25, planned as 10; implied per-step success {p:.6f} = success^(1/10)" in out
+    assert f"relsim solve --steps 10 --target 0.95 --p {p:.6g}" in out
+    code, out, _ = run(capsys, "analyze", path, "--k", "1", "--json")
+    steps = json.loads(out)["steps"]
+    assert steps["plan"]["steps"] == 10 and steps["per_step_success"] == pytest.approx(p)
+
+
+def test_analyze_one_task_prints_no_pass_k_interval(tmp_path, capsys):
+    path = write(tmp_path / "one.csv", csv_of({"x": [1, 1, 1, 0, 0]}))
+    code, out, err = run(capsys, "analyze", path, "--k", "3", "--json")
+    assert code == 0 and "only one task" in err
+    result = json.loads(out)
+    assert result["pass_at_k"]["3"]["ci"] == [None, None]
+    assert result["pass_hat_k"]["3"]["ci"] == [None, None]
+    code, out, _ = run(capsys, "analyze", path, "--k", "3")
+    assert "pass@3" in out and "[1.0000, 1.0000]" not in out and "[n/a]" in out
+
+
+def test_analyze_file_that_is_not_utf8_names_it(tmp_path, capsys):
+    path = tmp_path / "bin.csv"
+    path.write_bytes(b"task,trial,success\na,1,1\n\xff\xfe,1,0\n")
+    code, out, err = run(capsys, "analyze", str(path))
+    assert code == 2 and out == ""
+    assert err.startswith(f"relsim: error: {path} line 3: not UTF-8 text (byte 0xff")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_replicates_bound_matches_the_api():
+    from relsim import evalstats
+    from relsim.cli import trials
+
+    assert trials.MIN_REPLICATES == evalstats.MIN_REPLICATES
 
 
 def test_analyze_cost_and_steps_in_json(tmp_path, capsys):
@@ -164,7 +217,9 @@ def test_analyze_bad_files_exit_2_with_one_line(tmp_path, capsys, text, message)
     [
         (["--k", "5"], "k must be in [1, 4]"),
         (["--k", "0"], "argument --k: must be a comma-separated list of integers >= 1"),
-        (["--replicates", "0"], "argument --replicates: must be an integer >= 1"),
+        (["--replicates", "0"], "argument --replicates: must be an integer >= 100, got '0'"),
+        (["--replicates", "1"], "argument --replicates: must be an integer >= 100, got '1'"),
+        (["--replicates", "99"], "argument --replicates: must be an integer >= 100, got '99'"),
         (["--seed", "-1"], "argument --seed: must be an integer >= 0"),
         (["--threshold", "nan"], "argument --threshold: must be a finite number"),
         (["--target", "1.5"], "argument --target: must be a number in (0, 1]"),

@@ -60,7 +60,7 @@ def test_pass_at_k_on_hand_computed_counts():
     # three tasks of five trials with 1, 2 and 0 successes; pass@2 = 1 - C(n-c,2)/C(5,2):
     # 1 - 6/10 = 0.4, 1 - 3/10 = 0.7, 0  -> mean 1.1 / 3
     tasks = trials_frame({"a": [1, 0, 0, 0, 0], "b": [0, 1, 0, 1, 0], "c": [0] * 5})
-    table = evalstats.analyze(tasks, [1, 2], replicates=50).pass_k
+    table = evalstats.analyze(tasks, [1, 2], replicates=100).pass_k
     assert table.loc[("pass_at_k", 2), "estimate"] == pytest.approx(1.1 / 3, abs=1e-12)
     assert table.loc[("pass_at_k", 1), "estimate"] == pytest.approx(3 / 15, abs=1e-12)
     # pass^2 = C(c,2)/C(5,2): 0, 1/10, 0
@@ -73,7 +73,7 @@ def test_pass_hat_k_tau_bench_style_average_over_tasks():
     tasks = trials_frame(
         {"t1": [1, 1, 0, 0], "t2": [1, 1, 1, 1], "t3": [0, 1, 1, 1], "t4": [0, 0, 0, 0]}
     )
-    result = evalstats.analyze(tasks, [2, 4], replicates=50).to_dict()
+    result = evalstats.analyze(tasks, [2, 4], replicates=100).to_dict()
     assert result["pass_hat_k"]["2"]["estimate"] == pytest.approx(5 / 12, abs=1e-12)
     assert result["pass_hat_k"]["4"]["estimate"] == pytest.approx(0.25, abs=1e-12)
     # pass@2: 1 - C(2,2)/6 = 5/6, 1, 1, 0
@@ -85,10 +85,48 @@ def test_lesson_values_pass_at_3_and_pass_hat_3():
     # pass^3. Unbiased from counts: pass@3 = 1 - C(2,3)/C(5,3) = 1, pass^3 = C(3,3)/C(5,3) = 0.1
     tasks = trials_frame({"x": [1, 1, 1, 0, 0]})
     with pytest.warns(TrialDataWarning, match="only one task"):
-        result = evalstats.analyze(tasks, [3], replicates=20).to_dict()
+        result = evalstats.analyze(tasks, [3], replicates=100).to_dict()
     assert result["pass_at_k"]["3"]["estimate"] == pytest.approx(1.0)
     assert result["pass_hat_k"]["3"]["estimate"] == pytest.approx(0.1)
     assert result["success"]["se"] is None and result["success"]["ci"] == [None, None]
+    # one task: no interval for pass@k / pass^k either (not the point [1.0, 1.0])
+    assert result["pass_at_k"]["3"]["ci"] == [None, None]
+    assert result["pass_hat_k"]["3"]["ci"] == [None, None]
+
+
+def test_a_k_with_one_eligible_task_has_no_interval():
+    # a has 4 trials, b and c 2: at k=4 only a is eligible, so the bootstrap only ever sees a
+    tasks = trials_frame({"a": [1, 1, 1, 1], "b": [1, 0], "c": [0, 1]})
+    with pytest.warns(TrialDataWarning) as record:
+        result = evalstats.analyze(tasks, [2, 3, 4], replicates=200)
+    assert [str(w.message) for w in record] == list(result.warnings)
+    assert result.warnings[1] == (
+        "only one task has at least k trials at k=3, 4: pass@k and pass^k there have no "
+        "interval (it needs at least two tasks)"
+    )
+    table = result.pass_k
+    for metric in ("pass_at_k", "pass_hat_k"):
+        assert table.loc[(metric, 4), "estimate"] == pytest.approx(1.0)
+        assert table.loc[(metric, 4), "tasks"] == 1
+        assert np.isnan(table.loc[(metric, 4), ["ci_low", "ci_high"]].to_numpy(float)).all()
+        assert np.isnan(table.loc[(metric, 3), ["ci_low", "ci_high"]].to_numpy(float)).all()
+        low, high = table.loc[(metric, 2), ["ci_low", "ci_high"]]
+        assert low <= table.loc[(metric, 2), "estimate"] <= high  # three eligible tasks
+    assert result.to_dict()["pass_hat_k"]["4"]["ci"] == [None, None]
+    # pass_k on its own says the same
+    alone = evalstats.pass_k(evalstats.per_task(tasks), [4], replicates=200)
+    assert np.isnan(alone[["ci_low", "ci_high"]].to_numpy(float)).all()
+
+
+def test_replicates_must_be_at_least_min_replicates():
+    frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
+    assert evalstats.MIN_REPLICATES == 100
+    for bad in (1, 99, 0, 150.0, True):
+        with pytest.raises(ValueError, match=rf"replicates must be an integer >= 100, got {bad!r}"):
+            evalstats.analyze(frame, [1], replicates=bad)
+        with pytest.raises(ValueError, match=r"replicates must be an integer >= 100"):
+            evalstats.pass_k(evalstats.per_task(frame), [1], replicates=bad)
+    assert evalstats.analyze(frame, [1], replicates=100).replicates == 100
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -102,7 +140,7 @@ def test_estimates_equal_brute_force_enumeration_over_eligible_tasks(outcome_lis
     outcomes = {f"task{i}": results for i, results in enumerate(outcome_lists)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TrialDataWarning)
-        result = evalstats.analyze(trials_frame(outcomes), [k], replicates=1)
+        result = evalstats.analyze(trials_frame(outcomes), [k], replicates=100)
     eligible = [brute_force_pass(r, k) for r in outcome_lists if len(r) >= k]
     expected_at = sum(at for at, _ in eligible) / len(eligible)
     expected_hat = sum(hat for _, hat in eligible) / len(eligible)
@@ -118,7 +156,7 @@ def test_success_mean_se_and_t_interval_by_hand():
     # per-task rates 1, 0.5, 0.25, 0 (unequal trial counts: each task weighs the same)
     tasks = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 0, 0, 0], "d": [0, 0, 0]})
     with pytest.warns(TrialDataWarning, match="trial counts differ"):
-        success = evalstats.analyze(tasks, [1], replicates=20).success
+        success = evalstats.analyze(tasks, [1], replicates=100).success
     rates = np.array([1, 0.5, 0.25, 0])
     mean = rates.mean()
     sd = math.sqrt(((rates - mean) ** 2).sum() / 3)
@@ -133,8 +171,11 @@ def test_success_mean_se_and_t_interval_by_hand():
 def test_unequal_counts_warn_and_exclude_short_tasks():
     # a: 3 trials (2 successes), b: 1 trial (1), c: 2 trials (0)
     tasks = trials_frame({"a": [1, 1, 0], "b": [1], "c": [0, 0]})
-    with pytest.warns(TrialDataWarning, match=r"1 to 3 per task.*excluded: 1 at k=2, 2 at k=3"):
-        result = evalstats.analyze(tasks, [1, 2, 3], replicates=50)
+    with pytest.warns(TrialDataWarning) as record:
+        result = evalstats.analyze(tasks, [1, 2, 3], replicates=100)
+    assert "1 to 3 per task" in str(record[0].message)
+    assert "excluded: 1 at k=2, 2 at k=3" in str(record[0].message)
+    assert "only one task has at least k trials at k=3" in str(record[1].message)
     out = result.to_dict()
     assert [out["pass_at_k"][k]["excluded_tasks"] for k in "123"] == [0, 1, 2]
     # k=2 over a and c: pass@2 = (1 - C(1,2)/C(3,2) = 1, 0) -> 0.5; pass^2 = (1/3 + 0) / 2
@@ -150,35 +191,41 @@ def test_equal_counts_do_not_warn():
     tasks = trials_frame({"a": [1, 0, 1], "b": [1, 1, 1], "c": [0, 0, 1]})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = evalstats.analyze(tasks, [1, 3], replicates=50)
+        result = evalstats.analyze(tasks, [1, 3], replicates=100)
     assert result.warnings == ()
 
 
 def test_default_ks_are_those_up_to_the_largest_count():
     tasks = trials_frame({"a": [1, 0, 1], "b": [1, 1, 1]})
-    out = evalstats.analyze(tasks, replicates=10).to_dict()
+    out = evalstats.analyze(tasks, replicates=100).to_dict()
     assert list(out["pass_at_k"]) == ["1", "3"]
     assert list(out["pass_hat_k"]) == ["1", "3"]
 
 
 def test_cost_per_success_is_total_cost_over_total_successes():
     tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[0.5, 0.25, 1.0, 2.0])
-    assert evalstats.analyze(tasks, [1], replicates=10).cost_per_success == pytest.approx(3.75 / 3)
+    assert evalstats.analyze(tasks, [1], replicates=100).cost_per_success == pytest.approx(3.75 / 3)
     none = trials_frame({"a": [0, 0], "b": [0, 0]}, cost=[1.0, 1.0, 1.0, 1.0])
-    result = evalstats.analyze(none, [1], replicates=10)
+    result = evalstats.analyze(none, [1], replicates=100)
     assert result.cost_per_success == math.inf
     assert result.to_dict()["cost_per_success"] is None  # JSON has no infinity
-    assert (
-        evalstats.analyze(trials_frame({"a": [1], "b": [0]}), [1], replicates=10).cost_per_success
-        is None
-    )
+    no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), [1], replicates=100)
+    assert no_cost.cost_per_success is None
+
+
+def test_cost_per_success_key_only_with_a_cost_column():
+    # null means "no success", so without a cost column the key is left out altogether
+    no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), [1], replicates=100)
+    assert "cost_per_success" not in no_cost.to_dict()
+    costed = trials_frame({"a": [1], "b": [0]}, cost=[2.0, 1.0])
+    assert evalstats.analyze(costed, [1], replicates=100).to_dict()["cost_per_success"] == 3.0
 
 
 def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
     # 4 tasks x 5 trials, 1 success each: success mean 0.2; steps 25 everywhere
     outcomes = {t: [1, 0, 0, 0, 0] for t in "abcd"}
     tasks = trials_frame(outcomes, steps=[25] * 20)
-    steps = evalstats.analyze(tasks, [1], replicates=10, target=0.95).steps
+    steps = evalstats.analyze(tasks, [1], replicates=100, target=0.95).steps
     per_step = 0.2 ** (1 / 25)
     assert steps["mean"] == 25
     assert steps["per_step_success"] == pytest.approx(per_step)
@@ -191,9 +238,54 @@ def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
     assert plan["command"] == f"relsim solve --steps 25 --target 0.95 --p {per_step:.6g}"
 
 
+def test_steps_use_one_integer_n_for_the_implied_success_and_the_plan():
+    # mean steps 10.4 (tasks 10.2 and 10.6): the plan runs 10 steps, so the implied per-step
+    # success is success^(1/10), not success^(1/10.4): compounded over the plan's 10 steps it
+    # gives back the observed success
+    tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, steps=[10, 10.4, 10.6, 10.6])
+    steps = evalstats.analyze(tasks, [1], replicates=100, target=0.9).steps
+    assert steps["mean"] == pytest.approx(10.4)
+    plan = steps["plan"]
+    assert plan["steps"] == 10
+    assert steps["per_step_success"] == pytest.approx(0.75 ** (1 / 10), rel=1e-14)
+    assert steps["per_step_success"] ** 10 == pytest.approx(0.75, rel=1e-14)
+    assert plan["required_step_success"] == pytest.approx(0.9 ** (1 / 10), rel=1e-14)
+    assert f"--steps 10 --target 0.9 --p {0.75 ** (1 / 10):.6g}" in plan["command"]
+    # a mean of exactly half an integer rounds up; below 1/2 the plan still has one step
+    halves = trials_frame({"a": [1], "b": [1]}, steps=[2, 3])
+    assert evalstats.analyze(halves, [1], replicates=100).steps["plan"]["steps"] == 3
+    short = trials_frame({"a": [1], "b": [0]}, steps=[0.2, 0.4])
+    short_steps = evalstats.analyze(short, [1], replicates=100).steps
+    assert short_steps["plan"]["steps"] == 1 and short_steps["per_step_success"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "outcomes,steps,target",
+    [
+        ({t: [1, 0, 0, 0] for t in "ab"}, 5, 0.9),  # success 1/4 over 5 steps
+        ({"a": [1, 1, 0], "b": [1, 0, 0], "c": [1, 0, 0]}, 4, 0.95),  # 4/9 over 4 steps
+        ({"a": [1, 0], "b": [1, 1]}, 25, 0.95),
+        ({"a": [0, 0], "b": [0, 0]}, 3, 0.95),  # no success: nothing to plan
+    ],
+)
+def test_steps_plan_is_exactly_what_relsim_solve_reports(outcomes, steps, target):
+    from relsim.cli.solve import solve_one
+
+    count = sum(len(results) for results in outcomes.values())
+    frame = trials_frame(outcomes, steps=[steps] * count)
+    implied = evalstats.analyze(frame, [1], replicates=100, target=target).steps
+    plan = implied["plan"]
+    solved = solve_one(steps, target, implied["per_step_success"], 0.0, 0.0)
+    for key in ("steps", "target", "required_step_success", "retries", "success", "feasible"):
+        assert plan[key] == solved[key], key  # to the last bit: the same formulas
+    assert implied["per_step_success"] ** steps == pytest.approx(
+        evalstats.per_task(frame)["rate"].mean(), rel=1e-14, abs=0
+    )
+
+
 def test_steps_with_no_success_plan_nothing():
     tasks = trials_frame({"a": [0, 0], "b": [0, 0]}, steps=[3, 5, 4, 4])
-    steps = evalstats.analyze(tasks, [1], replicates=10).steps
+    steps = evalstats.analyze(tasks, [1], replicates=100).steps
     assert steps["mean"] == 4 and steps["per_step_success"] == 0
     assert steps["plan"]["retries"] is None and steps["plan"]["feasible"] is False
 
@@ -219,6 +311,9 @@ def reference_bootstrap(outcome_lists, k, replicates, seed, interval, confidence
     draws = np.random.default_rng(seed).integers(0, count, size=(replicates, count))
     out = []
     for metric in (0, 1):
+        if sum(v is not None for v in per_task) < 2:  # one eligible task: no interval
+            out.append(np.array([np.nan, np.nan]))
+            continue
         estimate = mean_over_eligible(per_task, metric)
         reps = np.array([mean_over_eligible([per_task[i] for i in row], metric) for row in draws])
         reps = reps[~np.isnan(reps)]
@@ -615,6 +710,35 @@ def test_bad_files_name_the_file_and_line(tmp_path, name, text, message):
         evalstats.analyze(path)
 
 
+NOT_UTF8 = [
+    # (name, bytes, the line the error names): a Latin-1 byte in the first block read, one past
+    # it (read by pandas), and in a JSONL file
+    ("latin1.csv", b"task,trial,success\na,1,1\ncaf\xe9,1,0\n", 3),
+    ("late.csv", b"task,trial,success\n" + b"a,1,1\n" * 1000 + b"b,\xff,1\n", 1002),
+    (
+        "latin1.jsonl",
+        b'{"task": "a", "trial": 1, "success": 1}\n\n{"task": "\xe9", "trial": 1, "success": 0}\n',
+        3,
+    ),
+    ("binary.csv", b"\xff\xfe\x00\x01garbage", 1),
+]
+
+
+@pytest.mark.parametrize("name,data,line", NOT_UTF8, ids=[case[0] for case in NOT_UTF8])
+def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, name, data, line):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=rf"{name} line {line}: not UTF-8 text \(byte 0x") as info:
+        evalstats.read_trials(path)
+    assert not isinstance(info.value, UnicodeDecodeError)  # our message, not the codec's
+
+
+def test_a_utf8_byte_order_mark_is_fine(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbftask,trial,success\nb\xc3\xa9,1,1\n")
+    assert evalstats.read_trials(path)["task"].tolist() == ["b\u00e9"]
+
+
 def test_bad_threshold_scores_and_missing_file(tmp_path):
     path = write(tmp_path / "s.csv", "task,trial,success\na,1,0.3\na,2,true\n")
     with pytest.raises(
@@ -643,7 +767,7 @@ def test_bad_arguments_name_the_argument_and_range():
         (lambda: evalstats.analyze(frame, []), r"k must name at least one value"),
         (
             lambda: evalstats.analyze(frame, [1], replicates=0),
-            r"replicates must be an integer >= 1",
+            r"replicates must be an integer >= 100, got 0",
         ),
         (lambda: evalstats.analyze(frame, [1], confidence=1.0), r"confidence must be in \(0, 1\)"),
         (

@@ -31,6 +31,16 @@ nonzero_float = _args.ranged(
     "a nonzero number in [-1, 1]",
 )
 
+# relsim.evalstats.MIN_REPLICATES, repeated here because building the parser must not import
+# numpy (a test holds the two together)
+MIN_REPLICATES = 100
+replicates_count = _args.ranged(
+    "replicates_count",
+    int,
+    lambda v: v >= MIN_REPLICATES,
+    f"an integer >= {MIN_REPLICATES}",
+)
+
 _INPUT_HELP = (
     "CSV or JSONL (.jsonl), one row per trial: columns task, trial, success (0/1 or "
     "true/false), optional cost, steps"
@@ -61,10 +71,10 @@ def add_parser(subparsers) -> None:
     )
     analyze.add_argument(
         "--replicates",
-        type=positive_int,
+        type=replicates_count,
         default=None,
         metavar="B",
-        help="cluster-bootstrap replicates (default 2000)",
+        help=f"cluster-bootstrap replicates, at least {MIN_REPLICATES} (default 2000)",
     )
     analyze.add_argument(
         "--interval",
@@ -211,8 +221,9 @@ def run_analyze(args: argparse.Namespace) -> int:
     if result.steps is not None:
         steps, plan = out["steps"], out["steps"]["plan"]
         print(
-            f"steps        mean {steps['mean']:.4g}; implied per-step success "
-            f"{_value(steps['per_step_success'], 6)} = success^(1/mean steps)"
+            f"steps        mean {steps['mean']:.4g}, planned as {plan['steps']}; implied "
+            f"per-step success {_value(steps['per_step_success'], 6)} = "
+            f"success^(1/{plan['steps']})"
         )
         if plan["feasible"]:
             outcome = (
