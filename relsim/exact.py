@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from relsim.results import Outcome
-
-if TYPE_CHECKING:  # pragma: no cover
-    from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["evaluate"]
 
@@ -50,14 +48,11 @@ __all__ = ["evaluate"]
 #: magnitude: tests/test_exact.py measures the true error below 1e-10 at this setting).
 DEFAULT_TOL = 1e-8
 
-# Flags of a state: bit 0 = the current segment holds an accepted wrong result (seg_tainted),
-# bit 1 = a wrong result passed a checkpoint unseen (doomed).
-_TAINTED, _DOOMED = 1, 2
 # Rows of the conditional result returned by the forward pass.
 _SUCCESS, _SILENT, _DETECTED, _ATTEMPTS, _COST = range(5)
 
 
-def evaluate(scenario: "Scenario", *, tol: float = DEFAULT_TOL) -> Outcome:
+def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL) -> Outcome:
     r"""Exact outcome of a scenario (MODEL.md section 3), with every feature combined.
 
     The probabilities of success, silent failure and detected failure, the expected number of
@@ -77,8 +72,8 @@ def evaluate(scenario: "Scenario", *, tol: float = DEFAULT_TOL) -> Outcome:
 
     Parameters
     ----------
-    scenario : relsim.Scenario
-        The design to evaluate.
+    scenario : relsim.Scenario or mapping
+        The design to evaluate (a mapping is read with ``Scenario.from_dict``).
     tol : float, default 1e-8
         Error tolerance of the quadrature, in (0, 1e-3]. The estimate is pessimistic: the
         true error at the default is below 1e-10 in the tests. Unused without random effects.
@@ -105,7 +100,7 @@ def evaluate(scenario: "Scenario", *, tol: float = DEFAULT_TOL) -> Outcome:
     >>> round(out.success, 6), round(out.detected_failure, 6), round(out.expected_attempts, 6)
     (0.975298, 0.024702, 27.419539)
     """
-    values, _ = _evaluate(scenario, tol)
+    values, _ = _evaluate(as_scenario(scenario), tol)
     success, silent, detected = (min(1.0, max(0.0, float(values[k]))) for k in range(3))
     return Outcome(
         success=success,
@@ -117,7 +112,7 @@ def evaluate(scenario: "Scenario", *, tol: float = DEFAULT_TOL) -> Outcome:
     )
 
 
-def _evaluate(scenario: "Scenario", tol: float) -> tuple[np.ndarray, int]:
+def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
     """The five expectations and the number of task-effect nodes used."""
     if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (
         0.0 < tol <= 1e-3
@@ -160,7 +155,7 @@ class _Model:
     kernel_tol: float  # tolerance of each step kernel's integral over u
 
     @classmethod
-    def from_scenario(cls, s: "Scenario", tol: float) -> "_Model":
+    def from_scenario(cls, s: Scenario, tol: float) -> "_Model":
         ck = s.checkpoints
         rollbacks = 0 if ck is None else ck.rollbacks
         total = s.total_retries
@@ -197,11 +192,6 @@ class _Model:
     @property
     def n_conf(self) -> int:
         return 1 if self.confusion is None else 2
-
-    @property
-    def n_flags(self) -> int:
-        # Without checkpoints nothing is ever doomed: the tainted bit is enough.
-        return 4 if self.positions else 2
 
     def step_key(self, step: int) -> tuple[float, float, float, int]:
         """Steps with equal keys share a kernel."""
@@ -303,14 +293,20 @@ def _shift(p: float, x: np.ndarray) -> np.ndarray:
 class _Kernel:
     """One execution of a step, integrated over the step effect, for every z node.
 
-    The chain state within a (layer, position, retries used) cell is ``s = flags * C + c``
-    (flags: tainted and doomed bits; ``c``: the confusion state). ``move[k, z, s, s2]``:
+    The kernel acts on ``s = tainted * C + c`` (the tainted bit and the confusion state ``c``,
+    ``tainted`` meaning that the current segment holds an accepted wrong result); the doomed
+    bit and the retries used pass through it. ``moves[False, False][z, s2, k * 2C + s]``:
     accepted after exactly ``k`` rejections, moving from ``s`` to ``s2`` (an accepted wrong
-    result sets the tainted bit). ``lost[z, r * S + s, :]``: from ``s`` with ``r`` retries
-    used, the probability that the execution runs out of retries, and its expected attempts.
+    result sets the tainted bit); ``k`` runs over the shifts of the retry counter that stay
+    inside its range, and without a task budget the shifts are summed (the counter is not
+    tracked). ``moves[clean, checkpoint]`` are the variants that `_execute` uses: with
+    ``clean``, the columns from untainted states alone; with ``checkpoint``, the rows of a
+    checkpoint met right after (see `_pass_checkpoint`).
+    ``lost[z, c * R + r, :]``: from confusion state ``c`` with ``r`` retries used, the
+    probability that the execution runs out of retries, and its expected attempts.
     """
 
-    move: np.ndarray
+    moves: dict[tuple[bool, bool], np.ndarray]
     lost: np.ndarray
 
 
@@ -378,7 +374,7 @@ def _step_kernel(
 ) -> _Kernel:
     """The kernel of step ``step`` (0-based) at these task-effect shifts."""
     cap = int(model.cap[step])
-    c, n_f = model.n_conf, model.n_flags
+    c = model.n_conf
     n_z = z_shift.size
     p = float(model.p[step])
     if model.step_sd == 0.0 or p <= 0.0 or p >= 1.0:
@@ -388,14 +384,35 @@ def _step_kernel(
         if key not in grids:
             grids[key] = _StepEffectGrid(model, step)
         values = grids[key].integrate(z_shift)
-    accept = values[..., : 2 * c * c].reshape(cap + 1, n_z, c, 2, c)
+    accept = values[..., : 2 * c * c].reshape(cap + 1, n_z, c, 2, c)  # k, z, c, wrong, c2
     exhaust = values[..., 2 * c * c :]  # (cap + 1, z, c)
 
-    move = np.zeros((cap + 1, n_z, n_f, c, n_f, c))
-    for flags in range(n_f):
-        move[:, :, flags, :, flags] += accept[:, :, :, 0]
-        move[:, :, flags, :, flags | _TAINTED] += accept[:, :, :, 1]
-    move = move.reshape(cap + 1, n_z, n_f * c, n_f * c)
+    # A shift past the last counter value never happens: the budget stops the retries first.
+    shifts = accept.sum(axis=0, keepdims=True) if model.total is None else accept[:n_r]
+    correct = np.moveaxis(shifts[:, :, :, 0], (1, 3), (0, 1))  # (z, c2, k, c)
+    wrong = np.moveaxis(shifts[:, :, :, 1], (1, 3), (0, 1))
+    move = np.zeros((n_z, 2, c, len(shifts), 2, c))  # z, tainted2, c2, k, tainted, c
+    move[:, 0, :, :, 0] = correct
+    move[:, 1, :, :, 0] = wrong
+    move[:, 1, :, :, 1] = correct + wrong
+    moves = {}
+    for clean, columns in [(False, move), (True, move[..., :1, :])]:
+        columns = np.ascontiguousarray(columns).reshape(n_z, 2 * c, -1)
+        moves[clean, False] = columns
+        if model.positions:
+            # Rows of a checkpoint met right after: the untainted states that pass it, the
+            # tainted states that pass it, the mass it catches and the mass that meets it.
+            untainted, tainted = columns[:, :c], columns[:, c:]
+            caught = model.false_alarm * untainted.sum(axis=1) + model.detect * tainted.sum(axis=1)
+            moves[clean, True] = np.concatenate(
+                [
+                    (1.0 - model.false_alarm) * untainted,
+                    (1.0 - model.detect) * tainted,
+                    caught[:, None],
+                    columns.sum(axis=1)[:, None],
+                ],
+                axis=1,
+            )
 
     # Expected attempts with budget b: k + 1 when accepted after k rejections, b + 1 when the
     # budget runs out.
@@ -407,9 +424,8 @@ def _step_kernel(
     else:
         budget = np.minimum(cap, model.total - np.arange(n_r))
     lost = np.stack([exhaust[budget], attempts[budget]], axis=-1)  # (r, z, c, 2)
-    lost = np.broadcast_to(lost[:, :, None], (n_r, n_z, n_f, c, 2))
-    lost = np.ascontiguousarray(np.moveaxis(lost, 1, 0)).reshape(n_z, n_r * n_f * c, 2)
-    return _Kernel(move=move, lost=lost)
+    lost = np.ascontiguousarray(lost.transpose(1, 2, 0, 3)).reshape(n_z, c * n_r, 2)
+    return _Kernel(moves=moves, lost=lost)
 
 
 class _StepEffectGrid:
@@ -460,21 +476,48 @@ class _StepEffectGrid:
         weight = np.exp(-0.5 * distance * distance)  # (z, band)
         weights = np.stack([weight, weight * (index % 2 == 0)], axis=1)  # fine, coarse
         weights /= weights.sum(axis=2, keepdims=True)
-        rules = weights @ self.values[index]  # (z, 2, (cap + 1) * entries)
+        # Spread over the whole grid, zero off the band: one matrix product for all nodes
+        # instead of gathering a band of kernel values for each (a large copy).
+        dense = np.zeros((z_shift.size, 2, count))
+        rows = np.arange(2 * z_shift.size).reshape(-1, 2, 1)
+        dense.reshape(-1)[rows * count + index[:, None]] = weights
+        rules = _product(dense.reshape(-1, count), self.values)  # (z * 2, (cap + 1) * entries)
         rules = np.moveaxis(rules.reshape(z_shift.size, 2, *self.shape), 0, 2)
         return rules[0], rules[1]  # each (cap + 1, z, entries)
+
+
+#: The largest matrix product (rows * inner * columns) done in one call. OpenBLAS runs larger
+#: ones on several threads; on a small, busy machine waiting for them costs far more than the
+#: product itself (measured on two cores: 6 ms instead of 0.1 ms).
+_PRODUCT_LIMIT = 2**18
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for 2-d arrays, in blocks of rows small enough to stay on one thread."""
+    rows = max(1, _PRODUCT_LIMIT // (a.shape[1] * b.shape[1]))
+    if a.shape[0] <= rows:
+        return a @ b
+    out = np.empty((a.shape[0], b.shape[1]))
+    for first in range(0, a.shape[0], rows):
+        np.matmul(a[first : first + rows], b, out=out[first : first + rows])
+    return out
 
 
 # ------------------------------------------------------------------------ the forward pass
 def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
     """The five expectations given the task effect, for each shift: shape (5, z).
 
-    The state array has axes (z, retries used, flags * C + confusion state).
+    The state array has axes (z, tainted * C + confusion state, doomed, retries used). A step
+    acts on the second axis and shifts the last, the same way for either doomed bit (which
+    only decides success against silent failure at the end), so one matrix product per z node
+    executes a step from every state. Without checkpoints nothing is ever doomed, and the
+    doomed axis has length 1. Right after a checkpoint, and where a layer starts, no segment
+    holds a wrong result: the state then keeps its C untainted rows alone.
     """
     n = model.steps
     n_z = z_shift.size
     n_r = 1 if model.total is None else model.total + 1
-    n_s = model.n_flags * model.n_conf
+    n_d = 2 if model.positions else 1  # without checkpoints nothing is ever doomed
     result = np.zeros((5, n_z))
     kernels: dict[tuple, _Kernel] = {}
     for step in range(n):
@@ -486,8 +529,9 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
     for i in range(1, n + 1):
         seg_start[i] = i if i in model.positions else seg_start[i - 1]
 
-    passing, rolling_back = _checkpoint_moves(model) if model.positions else (None, None)
-    start = np.zeros((n_z, n_r, n_s))
+    # Mass enters a layer only at the start or by a rollback, so always untainted and focused
+    # (kernel state 0): it is kept over (z, doomed, retries used) alone.
+    start = np.zeros((n_z, n_d, n_r))
     start[:, 0, 0] = 1.0
     pending: dict[int, np.ndarray] = {0: start}  # mass entering the layer, by position
     for layer in range(model.rollbacks + 1):
@@ -495,20 +539,22 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
         if not arrivals:
             break
         i = min(arrivals)
-        state = arrivals.pop(i)
+        state = np.zeros((n_z, model.n_conf, n_d, n_r))
+        state[:, 0] = arrivals.pop(i)
         while True:
             if i == n:
                 mass = _mass(state)
-                clean = _mass(state[:, :, : model.n_conf])
+                clean = _mass(state[:, : model.n_conf, 0])  # neither tainted nor doomed
                 result[_SUCCESS] += clean
                 result[_SILENT] += mass - clean
                 break
-            state = _execute(model, kernels[model.step_key(i)], i, state, result)
+            checkpoint = i + 1 in model.positions
+            kernel = kernels[model.step_key(i)]
+            state = _execute(model, kernel, i, state, result, checkpoint)
             i += 1
-            if i in model.positions:
-                result[_COST] += model.checkpoint_cost * _mass(state)
-                caught = state @ rolling_back  # already back at the segment start
-                state = state @ passing
+            if checkpoint:
+                state, met, caught = _pass_checkpoint(model, state)
+                result[_COST] += model.checkpoint_cost * met
                 if layer == model.rollbacks:
                     result[_DETECTED] += _mass(caught)
                 else:
@@ -516,7 +562,7 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
                     target = int(seg_start[i - 1])
                     pending[target] = pending.get(target, 0.0) + caught
             if i in arrivals:
-                state = state + arrivals.pop(i)
+                state[:, 0] += arrivals.pop(i)
     return result
 
 
@@ -526,45 +572,61 @@ def _mass(state: np.ndarray) -> np.ndarray:
 
 
 def _execute(
-    model: _Model, kernel: _Kernel, step: int, state: np.ndarray, result: np.ndarray
+    model: _Model,
+    kernel: _Kernel,
+    step: int,
+    state: np.ndarray,
+    result: np.ndarray,
+    checkpoint: bool = False,
 ) -> np.ndarray:
-    """One execution of step ``step`` from every state; returns the states after it.
+    """One execution of step ``step`` from every state.
 
-    The mass that runs out of retries, and the attempts and cost of every execution, go into
-    ``result``.
+    ``state`` holds either all 2C kernel states or, where none is tainted, the C untainted
+    ones alone. Returns the states after it, over (z, tainted * C + c, doomed, retries used);
+    with ``checkpoint``, the rows of the checkpoint met right after instead
+    (`_pass_checkpoint` reads them). The mass that runs out of retries, and the attempts and
+    cost of every execution, go into ``result``.
     """
-    n_z, n_r, n_s = state.shape
-    out = np.zeros_like(state)
-    if model.total is None:
-        for move in kernel.move:
-            out += state @ move
-    else:
-        # Accepted after k rejections: k more retries used.
-        for k, move in enumerate(kernel.move[:n_r]):
-            out[:, k:] += state[:, : n_r - k] @ move
-    lost = (state.reshape(n_z, 1, -1) @ kernel.lost)[:, 0]  # (z, 2)
+    n_z, n_in, n_d, n_r = state.shape
+    c = model.n_conf
+    clean = n_in == c
+    move = kernel.moves[clean, checkpoint]
+    n_shift = move.shape[2] // n_in
+    # shifted[:, k, ..., r] = state[..., r - k]: accepted after k rejections, it ends with r
+    # retries used. Stacking the shifts makes the whole execution one product per z node.
+    shifted = np.empty((n_z, n_shift, n_in, n_d, n_r))
+    for k in range(n_shift):
+        shifted[:, k, ..., :k] = 0.0
+        shifted[:, k, ..., k:] = state[..., : n_r - k]
+    out = move @ shifted.reshape(n_z, n_shift * n_in, n_d * n_r)
+    # Running out of retries depends on the confusion state and the retries used alone.
+    # (Sums of slices: numpy reduces a short middle axis slowly.)
+    by_conf = state if clean else state[:, :c] + state[:, c:]  # (z, C, doomed, r)
+    if n_d == 2:
+        by_conf = by_conf[:, :, 0] + by_conf[:, :, 1]
+    lost = (by_conf.reshape(n_z, 1, -1) @ kernel.lost)[:, 0]  # (z, 2)
     result[_DETECTED] += lost[:, 0]
     result[_ATTEMPTS] += lost[:, 1]
     result[_COST] += model.attempt_cost[step] * lost[:, 1]
-    return out
+    return out.reshape(n_z, -1, n_d, n_r)
 
 
-def _checkpoint_moves(model: _Model) -> tuple[np.ndarray, np.ndarray]:
-    """A checkpoint as two matrices over ``flags * C + c``: passing it, and being caught.
+def _pass_checkpoint(
+    model: _Model, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A checkpoint met after an execution, from the rows that `_execute` returns for it.
 
     A segment holding an accepted wrong result is caught with ``detect``, a clean one raises
     a false alarm with ``false_alarm``. Passing unseen: ``doomed |= seg_tainted``,
     ``seg_tainted = False``. Caught: back to the segment start, ``seg_tainted = False``,
-    ``doomed`` kept, the confusion state reset to focused.
+    ``doomed`` kept, the confusion state reset to focused. The kernel's checkpoint rows
+    already hold the untainted and the tainted states that pass, the mass caught and the
+    mass that meets the checkpoint, so one product did most of the work.
+
+    Returns the states that pass (all untainted: over (z, c, doomed, retries used)), the mass
+    that met the checkpoint per z node, and the mass caught over (z, doomed, retries used).
     """
-    c, n_f = model.n_conf, model.n_flags
-    passing = np.zeros((n_f, c, n_f, c))
-    rolling_back = np.zeros((n_f, c, n_f, c))
-    for flags in range(n_f):
-        tainted = bool(flags & _TAINTED)
-        catch = model.detect if tainted else model.false_alarm
-        after = (flags | _DOOMED) & ~_TAINTED if tainted else flags
-        for conf in range(c):
-            passing[flags, conf, after, conf] = 1.0 - catch
-            rolling_back[flags, conf, flags & ~_TAINTED, 0] = catch
-    return passing.reshape(n_f * c, n_f * c), rolling_back.reshape(n_f * c, n_f * c)
+    c = model.n_conf
+    state = rows[:, :c]
+    state[:, :, 1] += rows[:, c : 2 * c, 0] + rows[:, c : 2 * c, 1]
+    return state, rows[:, 2 * c + 1].sum(axis=(1, 2)), rows[:, 2 * c]

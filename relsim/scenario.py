@@ -245,6 +245,18 @@ class Scenario:
         return self.correlation.task_sd > 0 or self.correlation.step_sd > 0
 
 
+def as_scenario(value: Any) -> Scenario:
+    """The scenario an engine was given: a ``Scenario`` as it is, a mapping through
+    ``Scenario.from_dict``; anything else is a ValueError naming ``scenario``."""
+    if isinstance(value, Scenario):
+        return value
+    if isinstance(value, Mapping):
+        return Scenario.from_dict(value)
+    raise ValueError(
+        f"scenario: must be a relsim.Scenario or a mapping, got {type(value).__name__}"
+    )
+
+
 # --------------------------------------------------------------------------- validation
 _TABLES: dict[str, type] = {
     "verifier": Verifier,

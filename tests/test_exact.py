@@ -658,3 +658,11 @@ def test_gauss_kronrod_rules_integrate_polynomials_exactly():
             assert gauss == pytest.approx(exact, abs=1e-15)
     assert abs(float(np.sum(_G_WEIGHTS * _GK_NODES**14)) - 2.0 / 15) > 1e-6
     assert np.count_nonzero(_G_WEIGHTS) == 7
+
+
+def test_a_mapping_is_read_as_a_scenario_and_anything_else_is_named():
+    # the same door as simulate: a dict in MODEL.md section 4's structure is a scenario
+    r8 = {"steps": 20, "p": 0.95}
+    assert evaluate(r8) == evaluate(Scenario.from_dict(r8))
+    with pytest.raises(ValueError, match="scenario: must be a relsim.Scenario or a mapping"):
+        evaluate(3)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 #: Trials per block: the unit of seeding. Changing it changes the trials a seed draws.
 BLOCK_TRIALS = 1 << 16
@@ -138,7 +138,7 @@ def simulate(
     >>> out.silent_failure, out.trials, out.seed
     (0.0, 200000, 1)
     """
-    scenario = _check_scenario(scenario)
+    scenario = as_scenario(scenario)
     trials = _check_int(trials, "trials", low=1)
     threads = _available_cores() if threads is None else _check_int(threads, "threads", low=1)
     record = _check_int(record, "record", low=0)
@@ -220,14 +220,6 @@ def simulate(
 
 
 # ------------------------------------------------------------------------------ checking
-def _check_scenario(scenario: Any) -> Scenario:
-    if isinstance(scenario, Scenario):
-        return scenario
-    if isinstance(scenario, Mapping):
-        return Scenario.from_dict(scenario)
-    raise ValueError(f"scenario: must be a relsim.Scenario or a mapping, got {type(scenario).__name__}")
-
-
 def _check_int(value: Any, name: str, low: int) -> int:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low:
         return int(value)
