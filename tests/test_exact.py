@@ -60,6 +60,30 @@ def _setup(s: Scenario):
     )
 
 
+def attempt_branches(c: dict, i: int, pe, confused: bool):
+    """Section 3's one attempt at step ``i + 1``, as branches shared by both references.
+
+    Yields ``(correct, accepted, confused after, probability)``: the correctness draw, then the
+    confusion move it causes, then the verifier's verdict. ``pe`` may be an array (over random
+    effect nodes); the probabilities then are arrays too.
+    """
+    for correct, p_correct in ((True, pe), (False, 1.0 - pe)):
+        moves = [(confused, 1.0)]
+        if c["confusion"] is not None:
+            enter, recover, _ = c["confusion"]
+            if not correct and not confused:
+                moves = [(True, enter), (False, 1.0 - enter)]
+            elif correct and confused:
+                moves = [(False, recover), (True, 1.0 - recover)]
+        if not c["verified"]:
+            p_accept = 1.0
+        else:
+            p_accept = 1.0 - c["false_reject"][i] if correct else c["miss"][i]
+        for state, p_move in moves:
+            for accepted, p_verdict in ((True, p_accept), (False, 1.0 - p_accept)):
+                yield correct, accepted, state, p_correct * p_move * p_verdict
+
+
 # ----------------------------------------------------------------- reference 1: every path
 def enumerate_paths(s: Scenario, misread: str | None = None) -> dict:
     """Follow every branch of section 3's pseudo-code (no random effects).
@@ -91,31 +115,18 @@ def enumerate_paths(s: Scenario, misread: str | None = None) -> dict:
         pe = c["p"][i] * (c["confusion"][2] if confused else 1.0)
         cost += c["unit"][i]
         attempts += 1
-        for correct, p_correct in ((True, pe), (False, 1.0 - pe)):
-            moves = [(confused, 1.0)]
-            if c["confusion"] is not None:
-                enter, recover, _ = c["confusion"]
-                if not correct and not confused:
-                    moves = [(True, enter), (False, 1.0 - enter)]
-                elif correct and confused:
-                    moves = [(False, recover), (True, 1.0 - recover)]
-            for state, p_move in moves:
-                if not c["verified"]:
-                    p_accept = 1.0
-                else:
-                    p_accept = 1.0 - c["false_reject"][i] if correct else c["miss"][i]
-                for accepted, p_branch in ((True, p_accept), (False, 1.0 - p_accept)):
-                    q = prob * p_correct * p_move * p_branch
-                    if q == 0.0:
-                        continue
-                    if accepted:
-                        after(i + 1, seg_start, tainted or not correct, doomed, retries_used,
-                              rollbacks_used, state, q, attempts, cost)
-                    elif j < c["per_step"][i] and retries_used < c["total"]:
-                        attempt(i, j + 1, seg_start, tainted, doomed, retries_used + 1,
-                                rollbacks_used, state, q, attempts, cost)
-                    else:
-                        end("detected_failure", q, attempts, cost)
+        for correct, accepted, state, p_branch in attempt_branches(c, i, pe, confused):
+            q = prob * p_branch
+            if q == 0.0:
+                continue
+            if accepted:
+                after(i + 1, seg_start, tainted or not correct, doomed, retries_used,
+                      rollbacks_used, state, q, attempts, cost)
+            elif j < c["per_step"][i] and retries_used < c["total"]:
+                attempt(i, j + 1, seg_start, tainted, doomed, retries_used + 1,
+                        rollbacks_used, state, q, attempts, cost)
+            else:
+                end("detected_failure", q, attempts, cost)
 
     def after(i, seg_start, tainted, doomed, retries_used, rollbacks_used, confused, prob,
               attempts, cost):
@@ -178,28 +189,16 @@ def backward(s: Scenario, nodes: int = 60) -> dict:
 
         def step(j, state, prob):
             pe = p_table[i] * (c["confusion"][2] if state else 1.0)
-            for correct, p_correct in ((True, pe), (False, 1.0 - pe)):
-                moves = [(state, 1.0)]
-                if c["confusion"] is not None:
-                    enter, recover, _ = c["confusion"]
-                    if not correct and not state:
-                        moves = [(True, enter), (False, 1.0 - enter)]
-                    elif correct and state:
-                        moves = [(False, recover), (True, 1.0 - recover)]
-                for new_state, p_move in moves:
-                    if not c["verified"]:
-                        p_accept = 1.0
-                    else:
-                        p_accept = 1.0 - c["false_reject"][i] if correct else c["miss"][i]
-                    accepted = prob * p_correct * p_move * p_accept
-                    rejected = prob * p_correct * p_move * (1.0 - p_accept)
+            for correct, accepted, new_state, p_branch in attempt_branches(c, i, pe, state):
+                q = prob * p_branch
+                if accepted:
                     key = (j, "correct" if correct else "wrong", new_state)
-                    outcomes[key] = outcomes.get(key, 0.0) + accepted
-                    if j < budget:
-                        step(j + 1, new_state, rejected)
-                    else:
-                        key = (j, "exhausted", False)
-                        outcomes[key] = outcomes.get(key, 0.0) + rejected
+                    outcomes[key] = outcomes.get(key, 0.0) + q
+                elif j < budget:
+                    step(j + 1, new_state, q)
+                else:
+                    key = (j, "exhausted", False)
+                    outcomes[key] = outcomes.get(key, 0.0) + q
 
         step(0, confused, np.ones(shift.shape))
         return {key: prob @ u_weight for key, prob in outcomes.items()}
