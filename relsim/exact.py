@@ -34,7 +34,7 @@ checks itself against the rule on every other grid point.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -295,49 +295,92 @@ class _Kernel:
 
     The kernel acts on ``s = tainted * C + c`` (the tainted bit and the confusion state ``c``,
     ``tainted`` meaning that the current segment holds an accepted wrong result); the doomed
-    bit and the retries used pass through it. ``moves[False, False][z, s2, k * 2C + s]``:
-    accepted after exactly ``k`` rejections, moving from ``s`` to ``s2`` (an accepted wrong
-    result sets the tainted bit); ``k`` runs over the shifts of the retry counter that stay
-    inside its range, and without a task budget the shifts are summed (the counter is not
-    tracked). ``moves[clean, checkpoint]`` are the variants that `_execute` uses: with
-    ``clean``, the columns from untainted states alone; with ``checkpoint``, the rows of a
-    checkpoint met right after (see `_pass_checkpoint`).
-    ``lost[z, c * R + r, :]``: from confusion state ``c`` with ``r`` retries used, the
-    probability that the execution runs out of retries, and its expected attempts.
+    bit and the retries used pass through it. ``move[z, s2, k, s]``: accepted after exactly
+    ``k`` rejections, moving from ``s`` to ``s2`` (an accepted wrong result sets the tainted
+    bit); ``k`` runs over the shifts of the retry counter that stay inside its range, and
+    without a task budget the shifts are summed (the counter is not tracked). `moves` gives
+    the matrices that `_execute` uses. ``lost[z, c * R + r, :]``: from confusion state ``c``
+    with ``r`` retries used, the probability that the execution runs out of retries, and its
+    expected attempts. ``false_alarm`` and ``detect`` are the checkpoint's, for the checkpoint
+    rows; ``variants`` caches what `moves` builds.
     """
 
-    moves: dict[tuple[bool, bool], np.ndarray]
+    move: np.ndarray
     lost: np.ndarray
+    false_alarm: float
+    detect: float
+    variants: dict[tuple[bool, bool], np.ndarray] = field(default_factory=dict)
+
+    def moves(self, clean: bool, checkpoint: bool) -> np.ndarray:
+        """``move`` as one matrix per z node, over (s2, k * n_in + s).
+
+        With ``clean``, the columns from the untainted states alone (``n_in = C``; else
+        ``2C``). With ``checkpoint``, the rows of a checkpoint met right after: the untainted
+        states that pass it, the tainted states that pass it, and the mass it catches (see
+        `_pass_checkpoint`). Built on first use: a scenario needs only some of the four.
+        """
+        if (clean, checkpoint) not in self.variants:
+            n_z, n_s, n_shift, _ = self.move.shape
+            c = n_s // 2
+            columns = self.move[..., :c] if clean else self.move
+            columns = np.ascontiguousarray(columns).reshape(n_z, n_s, -1)
+            if checkpoint:
+                untainted, tainted = columns[:, :c], columns[:, c:]
+                caught = self.false_alarm * untainted.sum(axis=1)
+                caught += self.detect * tainted.sum(axis=1)
+                columns = np.concatenate(
+                    [
+                        (1.0 - self.false_alarm) * untainted,
+                        (1.0 - self.detect) * tainted,
+                        caught[:, None],
+                    ],
+                    axis=1,
+                )
+            self.variants[clean, checkpoint] = columns
+        return self.variants[clean, checkpoint]
 
 
 def _attempt_matrices(
     model: _Model, step: int, p_focused: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Per-attempt moves over the confusion states, for an array of :math:`p'`.
+    r"""Per-attempt moves over the confusion states, for an array of :math:`p'`, nodes last.
 
     With :math:`T^{+}` (correct) and :math:`T^{-}` (wrong) the moves of one attempt between
     confusion states, returns :math:`(A, J)`: :math:`A = [(1-f) T^{+} \mid m T^{-}]`
-    (accepted; correct block first) and :math:`J = f T^{+} + (1-m) T^{-}` (rejected).
+    (accepted; correct block first) and :math:`J = f T^{+} + (1-m) T^{-}` (rejected), of
+    shapes ``(C, 2C, n)`` and ``(C, C, n)`` for ``p_focused`` of shape ``(n,)``.
     """
     c = model.n_conf
-    correct = np.zeros(p_focused.shape + (c, c))
-    wrong = np.zeros(p_focused.shape + (c, c))
+    correct = np.zeros((c, c) + p_focused.shape)
+    wrong = np.zeros((c, c) + p_focused.shape)
     if model.confusion is None:
-        correct[..., 0, 0] = p_focused
-        wrong[..., 0, 0] = 1.0 - p_focused
+        correct[0, 0] = p_focused
+        wrong[0, 0] = 1.0 - p_focused
     else:
         enter, recover, factor = model.confusion
         p_confused = p_focused * factor
-        correct[..., 0, 0] = p_focused
-        correct[..., 1, 0] = p_confused * recover
-        correct[..., 1, 1] = p_confused * (1.0 - recover)
-        wrong[..., 0, 0] = (1.0 - p_focused) * (1.0 - enter)
-        wrong[..., 0, 1] = (1.0 - p_focused) * enter
-        wrong[..., 1, 1] = 1.0 - p_confused
+        correct[0, 0] = p_focused
+        correct[1, 0] = p_confused * recover
+        correct[1, 1] = p_confused * (1.0 - recover)
+        wrong[0, 0] = (1.0 - p_focused) * (1.0 - enter)
+        wrong[0, 1] = (1.0 - p_focused) * enter
+        wrong[1, 1] = 1.0 - p_confused
     miss, false_reject = model.miss[step], model.false_reject[step]
-    accept = np.concatenate([correct * (1.0 - false_reject), wrong * miss], axis=-1)
+    accept = np.concatenate([correct * (1.0 - false_reject), wrong * miss], axis=1)
     reject = correct * false_reject + wrong * (1.0 - miss)
     return accept, reject
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Matrix products over the first two axes, node by node: ``(i, k, n) x (k, j, n)``.
+
+    Written out over the short inner axis: numpy's batched ``matmul`` would make one BLAS call
+    per 2x2 matrix, which costs far more than the arithmetic.
+    """
+    out = a[:, 0, None] * b[0]
+    for k in range(1, a.shape[1]):
+        out += a[:, k, None] * b[k]
+    return out
 
 
 def _kernel_values(model: _Model, step: int, p_focused: np.ndarray) -> np.ndarray:
@@ -348,42 +391,43 @@ def _kernel_values(model: _Model, step: int, p_focused: np.ndarray) -> np.ndarra
         \text{accept}_k = J^k A,\qquad \text{exhaust}_b = J^{b+1}\mathbf{1},
         \qquad k, b = 0..\text{cap}.
 
-    Returns shape ``(cap + 1, z, 2 C^2 + C)`` for ``p_focused`` of shape ``(z,)``, and
-    ``(cap + 1, z, 2 C^2 + C, u)`` for shape ``(z, u)``.
+    Returns shape ``(cap + 1, 2 C^2 + C, n)`` for ``p_focused`` of shape ``(n,)``.
     """
     cap = int(model.cap[step])
+    c = model.n_conf
     accept_now, reject = _attempt_matrices(model, step, p_focused)
-    power = np.broadcast_to(np.eye(model.n_conf), reject.shape)
-    accept, exhaust = [], []
-    for _ in range(cap + 1):
-        accept.append(power @ accept_now)
-        power = power @ reject
-        exhaust.append(power.sum(axis=-1))
-    values = np.concatenate(
-        [
-            np.stack(accept).reshape(cap + 1, *p_focused.shape, -1),
-            np.stack(exhaust).reshape(cap + 1, *p_focused.shape, -1),
-        ],
-        axis=-1,
-    )
-    return np.moveaxis(values, 2, -1) if p_focused.ndim == 2 else values
+    values = np.empty((cap + 1, 2 * c * c + c, p_focused.size))
+    accept = values[:, : 2 * c * c].reshape(cap + 1, c, 2 * c, -1)
+    exhaust = values[:, 2 * c * c :]
+    accept[0] = accept_now
+    power = reject  # J^(k+1)
+    for k in range(cap + 1):
+        if k:
+            accept[k] = _dot(power, accept_now)
+            power = _dot(power, reject)
+        exhaust[k] = power.sum(axis=1)
+    return values
 
 
 def _step_kernel(
-    model: _Model, step: int, z_shift: np.ndarray, n_r: int, grids: dict
+    model: _Model, step: int, z_shift: np.ndarray, n_r: int, grids: dict, bands: dict
 ) -> _Kernel:
-    """The kernel of step ``step`` (0-based) at these task-effect shifts."""
+    """The kernel of step ``step`` (0-based) at these task-effect shifts.
+
+    ``grids`` keeps each step's `_StepEffectGrid` across rounds of task-effect nodes,
+    ``bands`` the quadrature weights shared by every grid in this round.
+    """
     cap = int(model.cap[step])
     c = model.n_conf
     n_z = z_shift.size
     p = float(model.p[step])
     if model.step_sd == 0.0 or p <= 0.0 or p >= 1.0:
-        values = _kernel_values(model, step, _shift(p, z_shift))
+        values = np.moveaxis(_kernel_values(model, step, _shift(p, z_shift)), 2, 1)
     else:
         key = model.step_key(step)
         if key not in grids:
             grids[key] = _StepEffectGrid(model, step)
-        values = grids[key].integrate(z_shift)
+        values = grids[key].integrate(z_shift, bands)
     accept = values[..., : 2 * c * c].reshape(cap + 1, n_z, c, 2, c)  # k, z, c, wrong, c2
     exhaust = values[..., 2 * c * c :]  # (cap + 1, z, c)
 
@@ -395,24 +439,6 @@ def _step_kernel(
     move[:, 0, :, :, 0] = correct
     move[:, 1, :, :, 0] = wrong
     move[:, 1, :, :, 1] = correct + wrong
-    moves = {}
-    for clean, columns in [(False, move), (True, move[..., :1, :])]:
-        columns = np.ascontiguousarray(columns).reshape(n_z, 2 * c, -1)
-        moves[clean, False] = columns
-        if model.positions:
-            # Rows of a checkpoint met right after: the untainted states that pass it, the
-            # tainted states that pass it, the mass it catches and the mass that meets it.
-            untainted, tainted = columns[:, :c], columns[:, c:]
-            caught = model.false_alarm * untainted.sum(axis=1) + model.detect * tainted.sum(axis=1)
-            moves[clean, True] = np.concatenate(
-                [
-                    (1.0 - model.false_alarm) * untainted,
-                    (1.0 - model.detect) * tainted,
-                    caught[:, None],
-                    columns.sum(axis=1)[:, None],
-                ],
-                axis=1,
-            )
 
     # Expected attempts with budget b: k + 1 when accepted after k rejections, b + 1 when the
     # budget runs out.
@@ -425,7 +451,12 @@ def _step_kernel(
         budget = np.minimum(cap, model.total - np.arange(n_r))
     lost = np.stack([exhaust[budget], attempts[budget]], axis=-1)  # (r, z, c, 2)
     lost = np.ascontiguousarray(lost.transpose(1, 2, 0, 3)).reshape(n_z, c * n_r, 2)
-    return _Kernel(moves=moves, lost=lost)
+    return _Kernel(
+        move=move.reshape(n_z, 2 * c, len(shifts), 2 * c),
+        lost=lost,
+        false_alarm=model.false_alarm,
+        detect=model.detect,
+    )
 
 
 class _StepEffectGrid:
@@ -455,19 +486,33 @@ class _StepEffectGrid:
         self.h = h
         self.offsets = h * np.arange(-half, half + 1)
         p = 1.0 / (1.0 + np.exp(-(self.center + self.offsets)))
-        values = _kernel_values(self.model, self.step, p)  # (cap + 1, grid, entries)
-        self.shape = (values.shape[0], values.shape[2])
-        self.values = np.ascontiguousarray(np.moveaxis(values, 1, 0)).reshape(p.size, -1)
+        values = _kernel_values(self.model, self.step, p)  # (cap + 1, entries, grid)
+        self.shape = values.shape[:2]
+        self.values = np.ascontiguousarray(np.moveaxis(values, 2, 0)).reshape(p.size, -1)
 
-    def integrate(self, z_shift: np.ndarray) -> np.ndarray:
-        """Kernel values at these task-effect shifts: shape ``(cap + 1, z, entries)``."""
+    def integrate(self, z_shift: np.ndarray, bands: dict) -> np.ndarray:
+        """Kernel values at these task-effect shifts: shape ``(cap + 1, z, entries)``.
+
+        ``bands`` caches the rules' weights for these shifts (see `_rules`).
+        """
         while True:
-            fine, coarse = self._rules(z_shift)
+            fine, coarse = self._rules(z_shift, bands)
             if np.abs(fine - coarse).max() <= self.model.kernel_tol or self.h < 1e-4:
                 return fine
             self._build(self.h / 2)
 
-    def _rules(self, z_shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _rules(self, z_shift: np.ndarray, bands: dict) -> tuple[np.ndarray, np.ndarray]:
+        # The weights depend on the grid's offsets from its centre, not on the centre, so
+        # every step's grid with the same spacing shares them.
+        key = (self.h, self.offsets.size)
+        if key not in bands:
+            bands[key] = self._weights(z_shift)
+        rules = _product(bands[key], self.values)  # (z * 2, (cap + 1) * entries)
+        rules = np.moveaxis(rules.reshape(z_shift.size, 2, *self.shape), 0, 2)
+        return rules[0], rules[1]  # each (cap + 1, z, entries)
+
+    def _weights(self, z_shift: np.ndarray) -> np.ndarray:
+        """The fine and the coarse rule for each shift, over the grid: ``(z * 2, grid)``."""
         width = int(math.ceil(2 * _LIMIT * self.sd / self.h)) + 2
         count = self.offsets.size
         first = np.floor((z_shift - _LIMIT * self.sd - self.offsets[0]) / self.h).astype(np.int64)
@@ -481,9 +526,7 @@ class _StepEffectGrid:
         dense = np.zeros((z_shift.size, 2, count))
         rows = np.arange(2 * z_shift.size).reshape(-1, 2, 1)
         dense.reshape(-1)[rows * count + index[:, None]] = weights
-        rules = _product(dense.reshape(-1, count), self.values)  # (z * 2, (cap + 1) * entries)
-        rules = np.moveaxis(rules.reshape(z_shift.size, 2, *self.shape), 0, 2)
-        return rules[0], rules[1]  # each (cap + 1, z, entries)
+        return dense.reshape(-1, count)
 
 
 #: The largest matrix product (rows * inner * columns) done in one call. OpenBLAS runs larger
@@ -520,15 +563,21 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
     n_d = 2 if model.positions else 1  # without checkpoints nothing is ever doomed
     result = np.zeros((5, n_z))
     kernels: dict[tuple, _Kernel] = {}
+    bands: dict = {}  # quadrature weights shared by the step-effect grids for these shifts
     for step in range(n):
         key = model.step_key(step)
         if key not in kernels:
-            kernels[key] = _step_kernel(model, step, z_shift, n_r, grids)
+            kernels[key] = _step_kernel(model, step, z_shift, n_r, grids, bands)
+    step_kernels = [kernels[model.step_key(step)] for step in range(n)]
 
     seg_start = np.zeros(n + 1, dtype=np.int64)  # last checkpoint position <= i
     for i in range(1, n + 1):
         seg_start[i] = i if i in model.positions else seg_start[i - 1]
 
+    # The stacked shifts of `_execute`, allocated once: a fresh array for every execution
+    # costs more than filling it (new pages from the system).
+    columns = max(kernel.move[0, 0].size for kernel in kernels.values())
+    work = np.empty(n_z * columns * n_d * n_r)
     # Mass enters a layer only at the start or by a rollback, so always untainted and focused
     # (kernel state 0): it is kept over (z, doomed, retries used) alone.
     start = np.zeros((n_z, n_d, n_r))
@@ -549,12 +598,10 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
                 result[_SILENT] += mass - clean
                 break
             checkpoint = i + 1 in model.positions
-            kernel = kernels[model.step_key(i)]
-            state = _execute(model, kernel, i, state, result, checkpoint)
+            state = _execute(model, step_kernels[i], i, state, result, work, checkpoint)
             i += 1
             if checkpoint:
-                state, met, caught = _pass_checkpoint(model, state)
-                result[_COST] += model.checkpoint_cost * met
+                state, caught = _pass_checkpoint(model, state)
                 if layer == model.rollbacks:
                     result[_DETECTED] += _mass(caught)
                 else:
@@ -577,6 +624,7 @@ def _execute(
     step: int,
     state: np.ndarray,
     result: np.ndarray,
+    work: np.ndarray,
     checkpoint: bool = False,
 ) -> np.ndarray:
     """One execution of step ``step`` from every state.
@@ -585,16 +633,17 @@ def _execute(
     ones alone. Returns the states after it, over (z, tainted * C + c, doomed, retries used);
     with ``checkpoint``, the rows of the checkpoint met right after instead
     (`_pass_checkpoint` reads them). The mass that runs out of retries, and the attempts and
-    cost of every execution, go into ``result``.
+    cost of every execution (and of the checkpoint), go into ``result``. ``work`` is scratch
+    space for the stacked shifts, of at least ``z * 2C * shifts * doomed * R`` values.
     """
     n_z, n_in, n_d, n_r = state.shape
     c = model.n_conf
     clean = n_in == c
-    move = kernel.moves[clean, checkpoint]
+    move = kernel.moves(clean, checkpoint)
     n_shift = move.shape[2] // n_in
     # shifted[:, k, ..., r] = state[..., r - k]: accepted after k rejections, it ends with r
     # retries used. Stacking the shifts makes the whole execution one product per z node.
-    shifted = np.empty((n_z, n_shift, n_in, n_d, n_r))
+    shifted = work[: n_z * n_shift * n_in * n_d * n_r].reshape(n_z, n_shift, n_in, n_d, n_r)
     for k in range(n_shift):
         shifted[:, k, ..., :k] = 0.0
         shifted[:, k, ..., k:] = state[..., : n_r - k]
@@ -604,29 +653,32 @@ def _execute(
     by_conf = state if clean else state[:, :c] + state[:, c:]  # (z, C, doomed, r)
     if n_d == 2:
         by_conf = by_conf[:, :, 0] + by_conf[:, :, 1]
-    lost = (by_conf.reshape(n_z, 1, -1) @ kernel.lost)[:, 0]  # (z, 2)
+    by_conf = by_conf.reshape(n_z, -1)
+    lost = (by_conf[:, None] @ kernel.lost)[:, 0]  # (z, 2)
     result[_DETECTED] += lost[:, 0]
     result[_ATTEMPTS] += lost[:, 1]
     result[_COST] += model.attempt_cost[step] * lost[:, 1]
+    if checkpoint:
+        # Every execution that does not run out of retries is accepted and meets the
+        # checkpoint (cheaper than a row of the product that sums the accepted mass).
+        result[_COST] += model.checkpoint_cost * (by_conf.sum(axis=1) - lost[:, 0])
     return out.reshape(n_z, -1, n_d, n_r)
 
 
-def _pass_checkpoint(
-    model: _Model, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pass_checkpoint(model: _Model, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A checkpoint met after an execution, from the rows that `_execute` returns for it.
 
     A segment holding an accepted wrong result is caught with ``detect``, a clean one raises
     a false alarm with ``false_alarm``. Passing unseen: ``doomed |= seg_tainted``,
     ``seg_tainted = False``. Caught: back to the segment start, ``seg_tainted = False``,
     ``doomed`` kept, the confusion state reset to focused. The kernel's checkpoint rows
-    already hold the untainted and the tainted states that pass, the mass caught and the
-    mass that meets the checkpoint, so one product did most of the work.
+    already hold the untainted and the tainted states that pass and the mass caught, so one
+    product did most of the work.
 
-    Returns the states that pass (all untainted: over (z, c, doomed, retries used)), the mass
-    that met the checkpoint per z node, and the mass caught over (z, doomed, retries used).
+    Returns the states that pass (all untainted: over (z, c, doomed, retries used)) and the
+    mass caught over (z, doomed, retries used).
     """
     c = model.n_conf
     state = rows[:, :c]
     state[:, :, 1] += rows[:, c : 2 * c, 0] + rows[:, c : 2 * c, 1]
-    return state, rows[:, 2 * c + 1].sum(axis=(1, 2)), rows[:, 2 * c]
+    return state, rows[:, 2 * c]
