@@ -102,13 +102,17 @@ def _as_float(value: Any, name: str, allowed: str) -> np.ndarray:
     return x
 
 
-def _probability(value: Any, name: str) -> np.ndarray:
-    allowed = "a probability in [0, 1]"
+def _ranged(value: Any, name: str, allowed: str, ok: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``value`` as floats, each passing ``ok`` (NaN fails every comparison), else a ValueError."""
     x = _as_float(value, name, allowed)
-    bad = ~((x >= 0.0) & (x <= 1.0))  # NaN fails both comparisons
+    bad = ~ok(x)
     if bad.any():
         raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
     return x
+
+
+def _probability(value: Any, name: str) -> np.ndarray:
+    return _ranged(value, name, "a probability in [0, 1]", lambda x: (x >= 0.0) & (x <= 1.0))
 
 
 def _count(value: Any, name: str, low: int = 0) -> np.ndarray:
@@ -129,30 +133,15 @@ def _count(value: Any, name: str, low: int = 0) -> np.ndarray:
 
 
 def _target(value: Any, name: str = "target") -> np.ndarray:
-    allowed = "a number in (0, 1]"
-    x = _as_float(value, name, allowed)
-    bad = ~((x > 0.0) & (x <= 1.0))
-    if bad.any():
-        raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
-    return x
+    return _ranged(value, name, "a number in (0, 1]", lambda x: (x > 0.0) & (x <= 1.0))
 
 
 def _positive(value: Any, name: str) -> np.ndarray:
-    allowed = "a finite number > 0"
-    x = _as_float(value, name, allowed)
-    bad = ~((x > 0.0) & np.isfinite(x))
-    if bad.any():
-        raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
-    return x
+    return _ranged(value, name, "a finite number > 0", lambda x: (x > 0.0) & np.isfinite(x))
 
 
 def _nonnegative(value: Any, name: str) -> np.ndarray:
-    allowed = "a finite number >= 0"
-    x = _as_float(value, name, allowed)
-    bad = ~((x >= 0.0) & np.isfinite(x))
-    if bad.any():
-        raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
-    return x
+    return _ranged(value, name, "a finite number >= 0", lambda x: (x >= 0.0) & np.isfinite(x))
 
 
 def _is_scalar(*values: Any) -> bool:
