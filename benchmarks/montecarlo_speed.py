@@ -3,8 +3,8 @@
 Prints step-attempts per second of ``relsim.simulate`` on R1 and R7 of MODEL.md with 1 and 2
 threads, numpy's ``Generator.random`` fill rate (uniform doubles per second; one thread, and
 one generator per thread run together), a plain-Python loop, the start time of a second
-``relsim simulate`` (compiled kernels cached) and the peak memory of 10**8 trials of a
-25-step scenario. Nothing here is asserted: ratios are what to read, since the absolute
+``relsim simulate`` (compiled kernels cached; next to numba's own cache and the imports of
+numpy and numba) and the peak memory of 10**8 trials of a 25-step scenario. Nothing here is asserted: ratios are what to read, since the absolute
 figures move with the machine and its load.
 
     python benchmarks/montecarlo_speed.py            # full run (about two minutes)
@@ -118,20 +118,37 @@ def simulate_rate(scenario: Scenario, trials: int, threads: int, repeats: int) -
     return attempts[-1] / seconds
 
 
-def start_time(path: str, repeats: int) -> tuple[float, float]:
-    """Median wall time of ``relsim simulate PATH --trials 1000`` with the kernels cached,
-    and of ``python -c 'import numba'`` (the floor numba itself sets)."""
-    command = [sys.executable, "-m", "relsim", "simulate", path, "--trials", "1000", "--seed", "1"]
-    subprocess.run(command, check=True, capture_output=True)  # fill the cache if it is cold
-    relsim_times, numba_times = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
+# ``relsim simulate`` with the native-kernel cache bypassed: the kernels come from numba's
+# dispatcher and its own on-disk cache (how relsim ran before the native cache).
+NUMBA_DISPATCHER = (
+    "import sys\n"
+    "from relsim.montecarlo import _kernels, _native\n"
+    "_native._loaded.update(run_simple=_kernels.run_simple, run_general=_kernels.run_general)\n"
+    "from relsim.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def start_times(path: str, repeats: int) -> dict[str, float]:
+    """Median wall time of fresh processes: ``relsim simulate PATH --trials 1000`` with its
+    kernels cached, the same through numba's dispatcher and cache, and two floors."""
+    arguments = ["simulate", path, "--trials", "1000", "--seed", "1"]
+    commands = {
+        "relsim simulate (native kernels cached)": [sys.executable, "-m", "relsim", *arguments],
+        "the same, numba dispatcher + numba's cache": [sys.executable, "-c", NUMBA_DISPATCHER,
+                                                       *arguments],
+        'python -c "import numpy"': [sys.executable, "-c", "import numpy"],
+        'python -c "import numba"': [sys.executable, "-c", "import numba"],
+    }
+    for command in commands.values():  # fill the caches if they are cold
         subprocess.run(command, check=True, capture_output=True)
-        relsim_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import numba"], check=True, capture_output=True)
-        numba_times.append(time.perf_counter() - start)
-    return statistics.median(relsim_times), statistics.median(numba_times)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeats):  # interleaved, so that a burst of load hits all alike
+        for name, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 PEAK_MEMORY = """
@@ -141,7 +158,13 @@ scenario = relsim.Scenario.from_dict({scenario!r})
 start = time.perf_counter()
 outcome = relsim.simulate(scenario, {trials}, seed=1)
 seconds = time.perf_counter() - start
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, seconds, outcome.trials)
+try:  # this process's own high-water mark (ru_maxrss keeps the parent's from before exec)
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    megabytes = int(line.split()[1]) / 1024
+except OSError:
+    megabytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(megabytes, seconds, outcome.trials)
 """
 
 
@@ -208,13 +231,28 @@ def main() -> None:
     print("numpy x T: one thread's fill rate times T; numpy T run: T generators filling together;")
     print("python: R1, the obvious loop over stdlib random; R7, the tests' plain-Python simulator.")
 
+    # The same kernels called through numba's dispatcher instead of the native cache.
+    from relsim.montecarlo import _kernels, _native
+
+    native = dict(_native._loaded)
+    _native._loaded.update(run_simple=_kernels.run_simple, run_general=_kernels.run_general)
+    relsim.simulate(r1, 1000, seed=1)
+    relsim.simulate(r7, 1000, seed=1)
+    dispatched = {case: simulate_rate(scenario, trials // scale, 1, repeats)
+                  for case, scenario, trials in (("R1", r1, 20_000_000), ("R7", r7, 4_000_000))}
+    _native._loaded.update(native)
+    print("1 thread through numba's dispatcher (M/s): " + ", ".join(
+        f"{case} {dispatched[case] / 1e6:.0f} (native {rates[case, 1] / 1e6:.0f}, ratio "
+        f"{rates[case, 1] / dispatched[case]:.2f})" for case in ("R1", "R7")))
+
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "r1.toml")
         Path(path).write_text(R1_TOML)
-        relsim_start, numba_start = start_time(path, 3 if args.quick else 5)
+        starts = start_times(path, 5 if args.quick else 21)
     print()
-    print(f"start: `relsim simulate r1.toml --trials 1000` (cached kernels) {relsim_start:.2f} s "
-          f"(median); `python -c 'import numba'` alone {numba_start:.2f} s")
+    print("start of a second `relsim simulate r1.toml --trials 1000` (median wall seconds)")
+    for name, seconds in starts.items():
+        print(f"  {name:45} {seconds:5.2f}")
 
     trials = 10**8 // scale**2
     small = 10**6 // scale**2

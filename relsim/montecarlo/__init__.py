@@ -1,6 +1,7 @@
 """Monte Carlo engine: MODEL.md section 3 simulated by numba kernels, seeded per block.
 
-``simulate`` is the entry point; numba is imported only when it runs.
+``simulate`` is the entry point. The kernels (``_kernels.py``) are compiled by numba once per
+machine and kept as native code (``_native.py``), so numba is imported only to build them.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from relsim.montecarlo import _layout, _native
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario
 
@@ -155,7 +156,7 @@ def simulate(
     if blocks_per_task is None:
         blocks_per_task = min(_DEFAULT_MAX_BLOCKS_PER_TASK, max(1, -(-n_blocks // (4 * threads))))
     record = min(record, trials)
-    record_ints = np.full((record, _kernels().N_RECORD), -1, dtype=np.int64)
+    record_ints = np.full((record, _layout.N_RECORD), -1, dtype=np.int64)
     record_cost = np.zeros(record)
 
     def tasks():  # a generator: memory does not grow with the number of trials
@@ -245,12 +246,6 @@ def _available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _kernels():
-    from relsim.montecarlo import _kernels
-
-    return _kernels
-
-
 # ------------------------------------------------------------------------ the kernel's input
 class _Plan:
     """A scenario turned into the kernel's arrays, plus the bounds of a trial's values.
@@ -261,7 +256,6 @@ class _Plan:
     """
 
     def __init__(self, scenario: Scenario) -> None:
-        k = _kernels()
         n = scenario.steps
         # copies: writable arrays, so that the kernels compile once for every scenario
         p = np.array(scenario.p_array, dtype=np.float64)
@@ -313,8 +307,8 @@ class _Plan:
 
         self.attempts_shift = float(n)  # a trial without retries or rollbacks
         self.cost_shift = float(attempt_cost.sum() + len(positions) * cost.checkpoint)
-        self.attempts_offset = k.histogram_offset(_top_exponent(max_attempts))
-        self.cost_offset = k.histogram_offset(_top_exponent(max_cost * (1.0 + 1e-9)))
+        self.attempts_offset = _layout.histogram_offset(_top_exponent(max_attempts))
+        self.cost_offset = _layout.histogram_offset(_top_exponent(max_cost * (1.0 + 1e-9)))
         conf = confusion
         self._general_args = (
             thresholds,
@@ -341,6 +335,8 @@ class _Plan:
             self.attempts_shift,
             self.cost_shift,
         )
+        # loaded here, in the calling thread, before any worker runs it
+        self._kernel = _native.kernel("run_simple" if self.exact else "run_general")
 
     def tally(self) -> "_ExactTally | _StreamTally":
         """An empty accumulator for this plan's task results."""
@@ -355,7 +351,6 @@ class _Plan:
         record_cost: np.ndarray,
     ) -> Any:
         """Run the trials of ``blocks`` (consecutive block indices) in one kernel call."""
-        k = _kernels()
         seeds = np.empty((len(blocks), 4), dtype=np.uint64)
         block_trials = np.empty(len(blocks), dtype=np.int64)
         for row, block in enumerate(blocks):
@@ -363,13 +358,13 @@ class _Plan:
             block_trials[row] = min(BLOCK_TRIALS, trials - block * BLOCK_TRIALS)
         if self.exact:
             counts = np.zeros((3, self.max_attempts + 1), dtype=np.int64)
-            k.run_simple(seeds, block_trials, *self._simple_args, counts, record_ints, record_cost)
+            self._kernel(seeds, block_trials, *self._simple_args, counts, record_ints, record_cost)
             return counts
-        int_sums = np.zeros((len(blocks), k.N_INT_SUMS), dtype=np.int64)
-        float_sums = np.zeros((len(blocks), k.N_FLOAT_SUMS), dtype=np.float64)
+        int_sums = np.zeros((len(blocks), _layout.N_INT_SUMS), dtype=np.int64)
+        float_sums = np.zeros((len(blocks), _layout.N_FLOAT_SUMS), dtype=np.float64)
         cost_hist = _Histogram.empty()
         attempts_hist = _Histogram.empty()
-        k.run_general(
+        self._kernel(
             seeds,
             block_trials,
             *self._general_args,
@@ -387,14 +382,14 @@ class _Plan:
 
 def _threshold(prob: Any) -> Any:
     """Integer threshold of a Bernoulli(prob) draw, as the kernels' ``threshold``."""
-    return np.floor(np.asarray(prob, dtype=np.float64) * _kernels().SCALE + 0.5).astype(np.uint64)
+    return np.floor(np.asarray(prob, dtype=np.float64) * _layout.SCALE + 0.5).astype(np.uint64)
 
 
 def four_way_thresholds(pe: np.ndarray, miss: np.ndarray, false_reject: np.ndarray) -> np.ndarray:
     """The kernels' ``_four_way`` over arrays (the same float operations, so the same
     integers), shape ``(len(pe), 3)``; computed with numpy so that no extra compiled
     function has to be loaded at start."""
-    full = _kernels().FULL
+    full = _layout.FULL
     correct_accepted = pe * (1.0 - false_reject)
     wrong_accepted = (1.0 - pe) * miss
     correct_rejected = pe * false_reject
@@ -514,7 +509,7 @@ class _Histogram:
 
     @classmethod
     def empty(cls) -> "_Histogram":
-        bins = _kernels().HIST_BINS
+        bins = _layout.HIST_BINS
         return cls(np.zeros(bins, np.int64), np.full(bins, np.inf), np.full(bins, -np.inf))
 
     @property
@@ -679,8 +674,6 @@ def _trajectories(record_ints: np.ndarray, record_cost: np.ndarray) -> Any:
     """The recorded trials as a DataFrame (-1 in the optional columns becomes NA)."""
     import pandas as pd
 
-    k = _kernels()
-
     def nullable(column: int) -> Any:
         values = record_ints[:, column].copy()
         return pd.arrays.IntegerArray(values, values < 0)
@@ -688,15 +681,15 @@ def _trajectories(record_ints: np.ndarray, record_cost: np.ndarray) -> Any:
     frame = pd.DataFrame(
         {
             "outcome": pd.Categorical.from_codes(
-                record_ints[:, k.R_OUTCOME], categories=list(_OUTCOME_NAMES)
+                record_ints[:, _layout.R_OUTCOME], categories=list(_OUTCOME_NAMES)
             ),
-            "attempts": record_ints[:, k.R_ATTEMPTS].copy(),
+            "attempts": record_ints[:, _layout.R_ATTEMPTS].copy(),
             "cost": record_cost.copy(),
-            "retries_used": record_ints[:, k.R_RETRIES].copy(),
-            "rollbacks": record_ints[:, k.R_ROLLBACKS].copy(),
-            "first_wrong_step": nullable(k.R_FIRST_WRONG),
-            "caught_at": nullable(k.R_CAUGHT_AT),
-            "stopped_at": nullable(k.R_STOPPED_AT),
+            "retries_used": record_ints[:, _layout.R_RETRIES].copy(),
+            "rollbacks": record_ints[:, _layout.R_ROLLBACKS].copy(),
+            "first_wrong_step": nullable(_layout.R_FIRST_WRONG),
+            "caught_at": nullable(_layout.R_CAUGHT_AT),
+            "stopped_at": nullable(_layout.R_STOPPED_AT),
         }
     )
     frame.index.name = "trial"

@@ -1,7 +1,9 @@
 """Numba kernels of the Monte Carlo engine: one trial of MODEL.md section 3, many times.
 
 Private. The driver (``_driver.py``) validates, seeds, chunks and merges; these functions only
-run trials on plain arrays and scalars.
+run trials on plain arrays and scalars, whose order and types ``_layout.KERNEL_ARGS`` lists.
+The driver reaches them through ``_native.kernel``, which keeps a compiled copy on disk so
+that a later process runs them without importing numba.
 
 How a draw works
 ----------------
@@ -21,71 +23,35 @@ wrong and rejected) by comparing ``u`` with three cumulative thresholds. Structu
 from __future__ import annotations
 
 import math
-import sys
 
+import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
-
-def _import_numba_without_blas_probe() -> None:
-    """Import numba so that its start does not import scipy.linalg.
-
-    On its first compile or cache load numba imports ``numba.np.arraymath``, which calls
-    ``ensure_blas()`` (an import of scipy.linalg, about a second) only to choose how
-    ``np.convolve``/``np.correlate`` compute inner products. These kernels use no BLAS, so the
-    probe is skipped for that one import (numba then uses its plain loop there); every later
-    ``ensure_blas()`` call is numba's own. This keeps a cached ``relsim simulate`` start fast.
-    """
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    try:
-        from numba.np import linalg
-
-        probe = linalg.ensure_blas
-    except (ImportError, AttributeError):  # another numba layout: let numba do as it does
-        return
-
-    def skip_probe() -> None:
-        raise ImportError("BLAS probe skipped by relsim")
-
-    linalg.ensure_blas = skip_probe
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        linalg.ensure_blas = probe
-
-
-_import_numba_without_blas_probe()
-
-import numba  # noqa: E402
-from numba import types  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
-
-# One uniform is the top 53 bits of a 64-bit output; thresholds live on [0, 2**53].
-SCALE = 9007199254740992.0  # 2**53
-FULL = np.uint64(9007199254740992)
-
-# Log-linear histogram (HDR-style) for per-trial cost and attempts: bin 0 holds exact zeros,
-# bin 1 everything below the window, then OCTAVES octaves of 2**SUB_BITS equal bins each,
-# the top octave ending at the largest value a trial can reach. Integers below
-# 2**(SUB_BITS + 1) get a bin of their own. A value's bin is read off its IEEE-754 bits:
-# (bits >> (52 - SUB_BITS)) is its biased exponent followed by its top SUB_BITS mantissa bits.
-SUB_BITS = 10
-SUB_BINS = 1 << SUB_BITS
-OCTAVES = 48
-HIST_BINS = 2 + OCTAVES * SUB_BINS
-
-# Columns of the per-block integer sums and float sums.
-I_TRIALS, I_SUCCESS, I_SILENT, I_DETECTED, I_ATTEMPTS = range(5)
-N_INT_SUMS = 5
-F_ATTEMPTS_SQ, F_COST, F_COST_SQ, F_COST_SUCCESS = range(4)
-N_FLOAT_SUMS = 4
-
-# Outcome codes (also the record's "outcome" column).
-SUCCESS, SILENT_FAILURE, DETECTED_FAILURE = 0, 1, 2
-
-# Columns of the integer record of a trial (the cost is recorded separately, as a float).
-R_OUTCOME, R_ATTEMPTS, R_RETRIES, R_ROLLBACKS, R_FIRST_WRONG, R_CAUGHT_AT, R_STOPPED_AT = range(7)
-N_RECORD = 7
+from relsim.montecarlo._layout import (
+    DETECTED_FAILURE,
+    F_ATTEMPTS_SQ,
+    F_COST,
+    F_COST_SQ,
+    F_COST_SUCCESS,
+    FULL,
+    HIST_BINS,
+    I_ATTEMPTS,
+    I_SUCCESS,
+    I_TRIALS,
+    R_ATTEMPTS,
+    R_CAUGHT_AT,
+    R_FIRST_WRONG,
+    R_OUTCOME,
+    R_RETRIES,
+    R_ROLLBACKS,
+    R_STOPPED_AT,
+    SCALE,
+    SILENT_FAILURE,
+    SUB_BITS,
+    SUCCESS,
+)
 
 _SHIFT_11 = np.uint64(11)
 _SHIFT_17 = np.uint64(17)
@@ -180,13 +146,6 @@ def _float_bits(typingctx, value):
 _MANTISSA_DROP = np.int64(52 - SUB_BITS)
 
 
-def histogram_offset(top_exponent):
-    """The ``bits >> (52 - SUB_BITS)`` of the window's lowest bin, minus 2 (bins 0 and 1 are
-    zero and underflow); the window's top octave is ``[2**(top-1), 2**top)``."""
-    lowest_biased_exponent = top_exponent + 1022 - OCTAVES + 1
-    return (lowest_biased_exponent << SUB_BITS) - 2
-
-
 @numba.njit(inline="always")
 def _hist_add(counts, lows, highs, offset, value):
     """Add one value (>= 0) to a log-linear histogram; remember its bin's least/greatest."""
@@ -255,7 +214,7 @@ def _normal_pair(s0, s1, s2, s3):
     return radius * math.cos(angle), radius * math.sin(angle), s0, s1, s2, s3
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def run_simple(
     seeds, block_trials, fixed_thresholds, per_step, total_retries, unit_cost,
     counts_by_attempts, record, record_cost,
@@ -344,7 +303,7 @@ def run_simple(
                 recorded += 1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def run_general(
     seeds, block_trials, fixed_thresholds, per_step, total_retries,
     logit_p, p_is_fixed, p, miss, false_reject, attempt_cost, is_checkpoint, detect_threshold,

@@ -1,0 +1,315 @@
+"""The Monte Carlo kernels as native code kept on disk, loaded without numba.
+
+Private. ``kernel(name)`` returns a callable with the arguments of the numba kernel of that
+name (``_layout.KERNEL_ARGS``). The first time on a machine it compiles the kernel with numba
+into a self-contained object file (``_compile.py``) and stores it; every later process loads
+that file with llvmlite's MCJIT linker in milliseconds and calls it through ctypes, which
+releases the GIL, so importing numba (about 0.4 s) and bringing up its compiler (about 0.3 s)
+is paid once per machine rather than once per ``relsim simulate``.
+
+The code is the numba kernel itself, compiled by numba and re-optimised by LLVM once its
+error paths, unreachable because the kernels never raise, are gone, so it draws exactly the
+trials the numba dispatcher draws (a test holds the two to identical results).
+
+Where this cannot work, ``kernel`` falls back to the numba dispatcher, which keeps numba's
+own cache: an object format other than ELF (the symbol check below reads ELF), a symbol the
+object needs that this process cannot resolve, or a cache directory that cannot be written.
+
+The cache lives in ``$RELSIM_CACHE_DIR`` when set, else in ``__pycache__`` beside this file
+when writable (as numba's own cache does), else in ``$XDG_CACHE_HOME/relsim`` (default
+``~/.cache/relsim``). A file's name carries a hash of everything its code depends on: the
+kernel sources, the numba and llvmlite versions, and this CPU's name and features.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from relsim.montecarlo._layout import KERNEL_ARGS
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+# Source files the compiled code depends on: a change to any of them makes a new cache key.
+_SOURCES = ("_kernels.py", "_layout.py", "_compile.py", "_native.py")
+
+# Scalars cross the C interface by value; a bool as one byte (see ``_compile.c_interface``).
+_SCALAR_CTYPES = {"i8": ctypes.c_int64, "u8": ctypes.c_uint64, "f8": ctypes.c_double,
+                  "?": ctypes.c_int8}
+_SCALAR_PYTHON = {"i8": int, "u8": int, "f8": float, "?": int}
+
+# Prefixes of symbols that must not appear in a kernel's object code: calls into Python or
+# numba's runtime would need the GIL or numba's helper library, and the kernels need neither.
+FORBIDDEN = ("Py", "_Py", "numba", "NRT")
+
+
+class NativeUnavailable(RuntimeError):
+    """The kernel cannot run as native code here (the numba dispatcher is used instead)."""
+
+
+def entry_symbol(name: str) -> str:
+    """The C symbol of kernel ``name`` in its object file."""
+    return f"relsim_{name}"
+
+
+_loaded: dict[str, Callable[..., None]] = {}
+_loading = threading.Lock()  # one build at a time, however many threads ask
+
+
+def kernel(name: str) -> Callable[..., None]:
+    """The kernel ``name`` as native code, or numba's dispatcher where that cannot work."""
+    with _loading:
+        if name not in _loaded:
+            try:
+                _loaded[name] = _native_kernel(name)
+            except (NativeUnavailable, ImportError, RuntimeError, OSError):
+                # a speed-up only: the dispatcher runs the same kernel, compiled by numba
+                from relsim.montecarlo import _kernels
+
+                _loaded[name] = getattr(_kernels, name)
+        return _loaded[name]
+
+
+def _native_kernel(name: str) -> "NativeKernel":
+    llvm = _llvm()
+    path = cache_path(name)
+    if path is not None and path.is_file():
+        try:
+            return NativeKernel(name, unpack(path.read_bytes()))
+        except (NativeUnavailable, OSError):
+            pass  # a damaged or unreadable file: build it again
+    from relsim.montecarlo import _compile
+
+    try:
+        code = _compile.object_code(name, entry_symbol(name), target_machine(llvm))
+    except _compile.NotSelfContained as error:
+        raise NativeUnavailable(str(error)) from error
+    loaded = NativeKernel(name, code)  # checks the code before it is kept
+    if path is not None:
+        _write_atomically(path, pack(code))
+    return loaded
+
+
+class NativeKernel:
+    """A kernel's object code, linked into this process; call it as the numba kernel.
+
+    Arrays must already have the dtype and number of dimensions of ``KERNEL_ARGS`` and be
+    C-contiguous and writable (they are checked: a wrong array would be a memory error, not
+    an exception). Each array is passed as its data pointer and a pointer to its shape.
+    """
+
+    def __init__(self, name: str, code: bytes) -> None:
+        llvm = _llvm()
+        missing = [s for s in undefined_symbols(code) if not _resolvable(llvm, s)]
+        if missing:
+            raise NativeUnavailable(f"{name}: unresolved or forbidden symbols {missing}")
+        # an engine of its own, which holds the linked code as long as this object lives
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(llvm))
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        self._engine.finalize_object()
+        address = self._engine.get_function_address(entry_symbol(name))
+        if not address:
+            raise NativeUnavailable(f"{name}: no symbol {entry_symbol(name)} in its object code")
+        self.name = name
+        self._args = KERNEL_ARGS[name]
+        argtypes: list[Any] = []
+        for _, dtype, ndim in self._args:
+            argtypes += [ctypes.c_void_p, ctypes.c_void_p] if ndim else [_SCALAR_CTYPES[dtype]]
+        self._function = ctypes.CFUNCTYPE(None, *argtypes)(address)
+
+    def __call__(self, *args: Any) -> None:
+        if len(args) != len(self._args):
+            raise TypeError(f"{self.name}: takes {len(self._args)} arguments, got {len(args)}")
+        c_args: list[Any] = []
+        for (arg, dtype, ndim), value in zip(self._args, args):
+            if ndim:
+                if not (
+                    isinstance(value, np.ndarray)
+                    and value.dtype == np.dtype(dtype)
+                    and value.ndim == ndim
+                    and value.flags.c_contiguous
+                    and value.flags.writeable
+                ):
+                    raise TypeError(
+                        f"{self.name}: {arg} must be a writable C-contiguous {ndim}-d "
+                        f"{np.dtype(dtype)} array, got {_describe(value)}"
+                    )
+                c_args += [value.ctypes.data, value.ctypes.shape]
+            else:
+                c_args.append(_SCALAR_PYTHON[dtype](value))
+        self._function(*c_args)  # ctypes releases the GIL for the call
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        order = "C-contiguous" if value.flags.c_contiguous else "non-contiguous"
+        return f"a {order} {value.ndim}-d {value.dtype} array"
+    return type(value).__name__
+
+
+# ------------------------------------------------------------------------------ llvmlite
+@functools.cache
+def _llvm() -> Any:
+    try:
+        import llvmlite.binding as llvm
+    except ImportError as error:  # numba requires llvmlite, so this means a broken install
+        raise NativeUnavailable(f"llvmlite: {error}") from error
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm
+
+
+def target_machine(llvm: Any) -> Any:
+    """This CPU's target machine with the options of numba's JIT (static relocations on x86,
+    the JIT code model), so that MCJIT can load the code it emits."""
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        reloc="static" if target.name.startswith("x86") else "default",
+        codemodel="jitdefault",
+        jit=True,
+    )
+
+
+def _resolvable(llvm: Any, symbol: str) -> bool:
+    """Whether this process provides ``symbol`` (a C library function such as ``exp``):
+    looked up among the process's global symbols and, when found, registered with LLVM's
+    linker, which by itself searches only libraries loaded through it."""
+    if symbol.startswith(FORBIDDEN):
+        return False
+    if llvm.address_of_symbol(symbol):
+        return True
+    try:
+        address = ctypes.cast(getattr(_process_symbols(), symbol), ctypes.c_void_p).value
+    except AttributeError:
+        return False
+    llvm.add_symbol(symbol, address)
+    return True
+
+
+@functools.cache
+def _process_symbols() -> ctypes.CDLL:
+    return ctypes.CDLL(None)  # the running program and the libraries it links (libc, libm)
+
+
+# ------------------------------------------------------------------------------ ELF
+def undefined_symbols(code: bytes) -> list[str]:
+    """Names of the symbols an ELF64 little-endian object file uses but does not define.
+
+    Reads the section headers, finds the symbol table (``SHT_SYMTAB``) and its string
+    table, and keeps the named symbols whose section index is ``SHN_UNDEF`` (0).
+    """
+    if code[:4] != b"\x7fELF" or code[4] != 2 or code[5] != 1:
+        raise NativeUnavailable("the object code is not ELF64 little-endian")
+    try:
+        (section_offset,) = struct.unpack_from("<Q", code, 0x28)
+        entry_size, count = struct.unpack_from("<HH", code, 0x3A)
+        sections = [
+            struct.unpack_from("<IIQQQQIIQQ", code, section_offset + i * entry_size)
+            for i in range(count)
+        ]
+        names = []
+        for _, kind, _, _, offset, size, link, _, _, symbol_size in sections:
+            if kind != 2:  # SHT_SYMTAB
+                continue
+            strings_offset = sections[link][4]
+            for at in range(offset, offset + size, symbol_size):
+                name_offset, _, _, section_index = struct.unpack_from("<IBBH", code, at)
+                if section_index == 0 and name_offset:
+                    end = code.index(b"\0", strings_offset + name_offset)
+                    names.append(code[strings_offset + name_offset:end].decode())
+        return names
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as error:
+        raise NativeUnavailable(f"the object code's symbol table is damaged: {error}") from error
+
+
+# ------------------------------------------------------------------------------ the cache
+def cache_path(name: str) -> Path | None:
+    """Where the object code of kernel ``name`` for this machine is kept (None: nowhere
+    writable)."""
+    directory = cache_directory()
+    return None if directory is None else directory / f"{name}-{_cache_key()}.kernel"
+
+
+def cache_directory() -> Path | None:
+    """``$RELSIM_CACHE_DIR``, else ``__pycache__`` beside this file, else the user cache
+    directory: the first that exists or can be made, and can be written."""
+    candidates = []
+    if os.environ.get("RELSIM_CACHE_DIR"):
+        candidates.append(Path(os.environ["RELSIM_CACHE_DIR"]))
+    else:
+        candidates.append(_PACKAGE_DIR / "__pycache__")
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        candidates.append(Path(xdg) / "relsim")
+    for directory in candidates:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(directory, os.W_OK):
+            return directory
+    return None
+
+
+@functools.cache
+def _cache_key() -> str:
+    from importlib.metadata import version
+
+    llvm = _llvm()
+    digest = hashlib.sha256()
+    for source in _SOURCES:
+        digest.update((_PACKAGE_DIR / source).read_bytes())
+    for part in (
+        version("numba"),
+        version("llvmlite"),
+        llvm.get_process_triple(),
+        llvm.get_host_cpu_name(),
+        llvm.get_host_cpu_features().flatten(),
+    ):
+        digest.update(b"\0" + str(part).encode())
+    return digest.hexdigest()[:24]
+
+
+# A cache file is this magic, the SHA-256 of the object code, then the code: LLVM is never
+# handed bytes that were damaged on disk.
+_MAGIC = b"relsim kernel 1\n"
+
+
+def pack(code: bytes) -> bytes:
+    return _MAGIC + hashlib.sha256(code).digest() + code
+
+
+def unpack(data: bytes) -> bytes:
+    """The object code of a cache file; NativeUnavailable if the file is not intact."""
+    start = len(_MAGIC) + 32
+    code = data[start:]
+    if data[: len(_MAGIC)] != _MAGIC or data[len(_MAGIC) : start] != hashlib.sha256(code).digest():
+        raise NativeUnavailable("the cache file is damaged")
+    return code
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that no reader ever sees a partial file (a failure to
+    write only costs the next process a compile)."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, 0o644)  # readable by all, as .pyc files and numba's cache are
+        os.replace(temporary, path)
+    except OSError:
+        Path(temporary).unlink(missing_ok=True)

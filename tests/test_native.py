@@ -1,0 +1,190 @@
+"""The compiled-kernel cache (``relsim.montecarlo._native``): the native kernels draw exactly
+the trials numba's dispatcher draws, a second process runs them without importing numba, and
+every way the cache can fail falls back to a correct simulation.
+
+Start-up time itself is measured by ``benchmarks/montecarlo_speed.py``; these tests check
+what makes it fast (no numba import), not the clock.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import relsim
+from relsim import Scenario
+from relsim.montecarlo import _compile, _kernels, _layout, _native
+
+from test_montecarlo import REFERENCE
+
+DISPATCHERS = {name: getattr(_kernels, name) for name in _layout.KERNEL_ARGS}
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty cache and no kernel loaded yet in this process."""
+    monkeypatch.setenv("RELSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_native, "_loaded", {})
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(_layout.KERNEL_ARGS))
+def test_argument_table_matches_the_kernel(name):
+    parameters = list(inspect.signature(DISPATCHERS[name].py_func).parameters)
+    assert [arg for arg, _, _ in _layout.KERNEL_ARGS[name]] == parameters
+
+
+# Every feature of MODEL.md section 3 (R1..R8), with trajectories recorded.
+@pytest.mark.parametrize("case", sorted(REFERENCE))
+def test_native_kernels_draw_the_same_trials_as_numba(case, cache_dir, monkeypatch):
+    scenario = Scenario.from_dict(REFERENCE[case][0])
+    native = relsim.simulate(scenario, 150_000, seed=11, threads=2, record=40)
+    assert all(isinstance(k, _native.NativeKernel) for k in _native._loaded.values())
+    monkeypatch.setattr(_native, "_loaded", dict(DISPATCHERS))
+    dispatched = relsim.simulate(scenario, 150_000, seed=11, threads=2, record=40)
+    assert native.to_dict() == dispatched.to_dict()
+    assert native.trajectories.equals(dispatched.trajectories)
+
+
+def test_a_different_seed_is_not_equal(cache_dir):
+    # negative control for the equality above
+    scenario = Scenario.from_dict(REFERENCE["R7"][0])
+    one = relsim.simulate(scenario, 20_000, seed=11)
+    other = relsim.simulate(scenario, 20_000, seed=12)
+    assert one.to_dict() != other.to_dict()
+
+
+RUN = """
+import json, sys
+import relsim
+outcome = relsim.simulate(relsim.Scenario.from_dict({scenario!r}), 5000, seed=3)
+print(json.dumps([outcome.to_dict(), "numba" in sys.modules]))
+"""
+
+
+def _run_in_fresh_process(scenario: dict, cache: str) -> tuple[dict, bool]:
+    env = {**os.environ, "RELSIM_CACHE_DIR": cache}
+    code = RUN.format(scenario=scenario)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    result, numba_imported = json.loads(out.stdout)
+    return result, numba_imported
+
+
+@pytest.mark.parametrize("case", ["R1", "R7"])  # one per kernel
+def test_second_process_runs_without_numba(case, tmp_path):
+    scenario = REFERENCE[case][0]
+    first, first_imported_numba = _run_in_fresh_process(scenario, str(tmp_path))
+    assert first_imported_numba  # an empty cache: compiled with numba
+    assert len(list(tmp_path.glob("*.kernel"))) == 1
+    second, second_imported_numba = _run_in_fresh_process(scenario, str(tmp_path))
+    assert not second_imported_numba
+    assert second == first
+
+
+def test_damaged_cache_file_is_rebuilt(cache_dir):
+    scenario = Scenario.from_dict(REFERENCE["R1"][0])
+    expected = relsim.simulate(scenario, 20_000, seed=5).to_dict()
+    (path,) = cache_dir.glob("run_simple-*.kernel")
+    intact = path.read_bytes()
+    flipped = bytearray(intact)
+    flipped[-100] ^= 1
+    for damage in (b"", intact[:-1], bytes(flipped), b"not a cache file"):
+        path.write_bytes(damage)
+        _native._loaded.clear()
+        assert relsim.simulate(scenario, 20_000, seed=5).to_dict() == expected
+        assert isinstance(_native._loaded["run_simple"], _native.NativeKernel)
+        assert _native.unpack(path.read_bytes())  # written again, intact
+
+
+def test_no_writable_cache_still_runs_natively(cache_dir, monkeypatch):
+    monkeypatch.setattr(_native, "cache_directory", lambda: None)
+    scenario = Scenario.from_dict(REFERENCE["R1"][0])
+    relsim.simulate(scenario, 1000, seed=5)
+    assert isinstance(_native._loaded["run_simple"], _native.NativeKernel)
+    assert list(cache_dir.iterdir()) == []
+
+
+def test_unusable_native_code_falls_back_to_numba(cache_dir, monkeypatch):
+    def unavailable(name):
+        raise _native.NativeUnavailable("test")
+
+    monkeypatch.setattr(_native, "_native_kernel", unavailable)
+    assert _native.kernel("run_general") is _kernels.run_general
+    scenario = Scenario.from_dict(REFERENCE["R7"][0])
+    assert relsim.simulate(scenario, 1000, seed=5).trials == 1000
+
+
+def _object_code(ir: str) -> bytes:
+    llvm = _native._llvm()
+    return _native.target_machine(llvm).emit_object(llvm.parse_assembly(ir))
+
+
+UNRESOLVED = """
+declare double @relsim_test_no_such_function(double)
+define void @relsim_run_simple(double %x) {
+  %r = call double @relsim_test_no_such_function(double %x)
+  ret void
+}
+"""
+
+
+def test_object_code_with_an_unresolvable_symbol_is_refused():
+    code = _object_code(UNRESOLVED)
+    assert _native.undefined_symbols(code) == ["relsim_test_no_such_function"]
+    with pytest.raises(_native.NativeUnavailable, match="relsim_test_no_such_function"):
+        _native.NativeKernel("run_simple", code)
+
+
+def test_object_code_calling_python_is_refused():
+    code = _object_code(UNRESOLVED.replace("relsim_test_no_such_function", "PyFloat_FromDouble"))
+    with pytest.raises(_native.NativeUnavailable, match="PyFloat_FromDouble"):
+        _native.NativeKernel("run_simple", code)
+
+
+def test_undefined_symbols_of_the_real_kernels(cache_dir):
+    llvm = _native._llvm()
+    machine = _native.target_machine(llvm)
+    simple = _compile.object_code("run_simple", "relsim_run_simple", machine)
+    general = _compile.object_code("run_general", "relsim_run_general", machine)
+    # run_general draws normals (log, cos/sin) and takes expit (exp); run_simple calls nothing
+    assert set(_native.undefined_symbols(simple)) <= {"memset", "memcpy"}
+    assert {"exp", "log"} <= set(_native.undefined_symbols(general))
+    nm = shutil.which("nm")
+    if nm:  # an outside reading of the same symbol table, where binutils is installed
+        path = cache_dir / "general.o"
+        path.write_bytes(general)
+        listed = subprocess.run([nm, "-u", str(path)], capture_output=True, text=True).stdout
+        assert sorted(line.split()[-1] for line in listed.splitlines()) == sorted(
+            _native.undefined_symbols(general)
+        )
+
+
+def test_native_kernel_checks_its_arrays(cache_dir):
+    run = _native.kernel("run_simple")
+    assert isinstance(run, _native.NativeKernel)
+    seeds = np.ones((1, 4), np.uint64)
+    args = [seeds, np.ones(1, np.int64), np.zeros((2, 2, 3), np.uint64), np.zeros(2, np.int64),
+            0, 1.0, np.zeros((3, 10), np.int64), np.zeros((0, 7), np.int64), np.zeros(0)]
+    with pytest.raises(TypeError, match="takes 9 arguments"):
+        run(*args[:-1])
+    wrong = list(args)
+    wrong[0] = seeds.astype(np.int64)
+    with pytest.raises(TypeError, match="seeds must be a writable C-contiguous 2-d uint64"):
+        run(*wrong)
+    wrong[0] = np.ones((1, 8), np.uint64)[:, ::2]
+    with pytest.raises(TypeError, match="seeds"):
+        run(*wrong)
+    frozen = np.zeros((3, 10), np.int64)
+    frozen.flags.writeable = False
+    wrong = list(args)
+    wrong[6] = frozen
+    with pytest.raises(TypeError, match="counts_by_attempts"):
+        run(*wrong)
