@@ -188,3 +188,11 @@ def test_native_kernel_checks_its_arrays(cache_dir):
     wrong[6] = frozen
     with pytest.raises(TypeError, match="counts_by_attempts"):
         run(*wrong)
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"\x7fEL", b"\x7fELF\x01\x01" + b"\0" * 64, b"\x7fELF\x02\x01" + b"\xff" * 80]
+)
+def test_symbol_reader_refuses_what_is_not_an_elf64_object(data):
+    with pytest.raises(_native.NativeUnavailable):
+        _native.undefined_symbols(data)

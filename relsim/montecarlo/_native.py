@@ -210,7 +210,7 @@ def undefined_symbols(code: bytes) -> list[str]:
     Reads the section headers, finds the symbol table (``SHT_SYMTAB``) and its string
     table, and keeps the named symbols whose section index is ``SHN_UNDEF`` (0).
     """
-    if code[:4] != b"\x7fELF" or code[4] != 2 or code[5] != 1:
+    if code[:6] != b"\x7fELF\x02\x01":  # magic, 64-bit, little-endian
         raise NativeUnavailable("the object code is not ELF64 little-endian")
     try:
         (section_offset,) = struct.unpack_from("<Q", code, 0x28)
@@ -230,7 +230,7 @@ def undefined_symbols(code: bytes) -> list[str]:
                     end = code.index(b"\0", strings_offset + name_offset)
                     names.append(code[strings_offset + name_offset:end].decode())
         return names
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as error:
+    except (struct.error, IndexError, ValueError, OverflowError, UnicodeDecodeError) as error:
         raise NativeUnavailable(f"the object code's symbol table is damaged: {error}") from error
 
 
