@@ -4,8 +4,9 @@ Prints step-attempts per second of ``relsim.simulate`` on R1 and R7 of MODEL.md 
 threads, numpy's ``Generator.random`` fill rate (uniform doubles per second; one thread, and
 one generator per thread run together), a plain-Python loop, the start time of a second
 ``relsim simulate`` (compiled kernels cached; next to numba's own cache and the imports of
-numpy and numba) and the peak memory of 10**8 trials of a 25-step scenario. Nothing here is asserted: ratios are what to read, since the absolute
-figures move with the machine and its load.
+numpy and numba) and the peak memory of 10**8 trials of a 25-step scenario. Nothing here is
+asserted: ratios are what to read, since the absolute figures move with the machine and its
+load.
 
     python benchmarks/montecarlo_speed.py            # full run (about two minutes)
     python benchmarks/montecarlo_speed.py --quick    # smaller sizes, a smoke test

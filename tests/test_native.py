@@ -53,12 +53,15 @@ def test_native_kernels_draw_the_same_trials_as_numba(case, cache_dir, monkeypat
     assert native.trajectories.equals(dispatched.trajectories)
 
 
-def test_a_different_seed_is_not_equal(cache_dir):
-    # negative control for the equality above
-    scenario = Scenario.from_dict(REFERENCE["R7"][0])
-    one = relsim.simulate(scenario, 20_000, seed=11)
-    other = relsim.simulate(scenario, 20_000, seed=12)
-    assert one.to_dict() != other.to_dict()
+def test_the_comparison_sees_a_tiny_change(cache_dir, monkeypatch):
+    # negative control for the equality above: native trials against the dispatcher's trials
+    # of a scenario whose p differs by 1e-4 at one step
+    data = REFERENCE["R7"][0]
+    native = relsim.simulate(Scenario.from_dict(data), 150_000, seed=11)
+    changed = dict(data, p=[data["p"][0] - 1e-4, *data["p"][1:]])
+    monkeypatch.setattr(_native, "_loaded", dict(DISPATCHERS))
+    dispatched = relsim.simulate(Scenario.from_dict(changed), 150_000, seed=11)
+    assert native.to_dict() != dispatched.to_dict()
 
 
 RUN = """
@@ -104,11 +107,11 @@ def test_damaged_cache_file_is_rebuilt(cache_dir):
         assert _native.unpack(path.read_bytes())  # written again, intact
 
 
-def test_no_writable_cache_still_runs_natively(cache_dir, monkeypatch):
+def test_no_writable_cache_uses_the_dispatcher(cache_dir, monkeypatch):
     monkeypatch.setattr(_native, "cache_directory", lambda: None)
     scenario = Scenario.from_dict(REFERENCE["R1"][0])
-    relsim.simulate(scenario, 1000, seed=5)
-    assert isinstance(_native._loaded["run_simple"], _native.NativeKernel)
+    assert relsim.simulate(scenario, 1000, seed=5).trials == 1000
+    assert _native._loaded["run_simple"] is _kernels.run_simple
     assert list(cache_dir.iterdir()) == []
 
 
@@ -120,6 +123,33 @@ def test_unusable_native_code_falls_back_to_numba(cache_dir, monkeypatch):
     assert _native.kernel("run_general") is _kernels.run_general
     scenario = Scenario.from_dict(REFERENCE["R7"][0])
     assert relsim.simulate(scenario, 1000, seed=5).trials == 1000
+
+
+def test_a_failed_build_falls_back_and_is_not_retried(cache_dir, monkeypatch):
+    def failing_build(name, entry, machine):
+        raise Exception("a compile error of numba's")  # numba's errors are plain Exceptions
+
+    monkeypatch.setattr(_compile, "object_code", failing_build)
+    assert _native.kernel("run_general") is _kernels.run_general
+    (refused,) = cache_dir.glob("run_general-*.refused")
+    assert "a compile error" in refused.read_text()
+
+    def must_not_build(name, entry, machine):
+        raise AssertionError("a refused build was tried again")
+
+    monkeypatch.setattr(_compile, "object_code", must_not_build)
+    _native._loaded.clear()
+    assert _native.kernel("run_general") is _kernels.run_general
+    refused.unlink()  # deleting the cache retries
+    _native._loaded.clear()
+    with pytest.raises(_native.NativeUnavailable, match="tried again"):
+        _native._native_kernel("run_general")
+
+
+def test_platforms_without_elf_use_the_dispatcher(cache_dir, monkeypatch):
+    monkeypatch.setattr(_native.sys, "platform", "darwin")
+    assert _native.kernel("run_simple") is _kernels.run_simple
+    assert list(cache_dir.iterdir()) == []
 
 
 def _object_code(ir: str) -> bytes:
@@ -177,7 +207,7 @@ def test_native_kernel_checks_its_arrays(cache_dir):
         run(*args[:-1])
     wrong = list(args)
     wrong[0] = seeds.astype(np.int64)
-    with pytest.raises(TypeError, match="seeds must be a writable C-contiguous 2-d uint64"):
+    with pytest.raises(TypeError, match="seeds must be a writable, aligned, C-contiguous 2-d"):
         run(*wrong)
     wrong[0] = np.ones((1, 8), np.uint64)[:, ::2]
     with pytest.raises(TypeError, match="seeds"):
@@ -188,6 +218,24 @@ def test_native_kernel_checks_its_arrays(cache_dir):
     wrong[6] = frozen
     with pytest.raises(TypeError, match="counts_by_attempts"):
         run(*wrong)
+    unaligned = np.frombuffer(bytearray(8 * 30 + 1), np.int64, offset=1, count=30)
+    unaligned = unaligned.reshape(3, 10)
+    assert unaligned.flags.writeable and not unaligned.flags.aligned
+    wrong[6] = unaligned
+    with pytest.raises(TypeError, match="counts_by_attempts"):
+        run(*wrong)
+    for position, value in ((4, 2**63), (4, 0.5), (5, "1.0")):  # total_retries, unit_cost
+        wrong = list(args)
+        wrong[position] = value
+        with pytest.raises(TypeError, match="must be a"):
+            run(*wrong)
+    general = _native.kernel("run_general")
+    assert _layout.KERNEL_ARGS["run_general"][12][0] == "detect_threshold"
+    for value in (-1, 2**64):  # unsigned 64 bits
+        wrong = _valid_general_args()
+        wrong[12] = value
+        with pytest.raises(TypeError, match="detect_threshold must be a uint64"):
+            general(*wrong)
 
 
 @pytest.mark.parametrize(
@@ -196,3 +244,14 @@ def test_native_kernel_checks_its_arrays(cache_dir):
 def test_symbol_reader_refuses_what_is_not_an_elf64_object(data):
     with pytest.raises(_native.NativeUnavailable):
         _native.undefined_symbols(data)
+
+
+def _valid_general_args() -> list:
+    """Arguments of the right types for run_general (what they hold does not matter here)."""
+    values = []
+    for _, dtype, ndim in _layout.KERNEL_ARGS["run_general"]:
+        if ndim:
+            values.append(np.zeros((1,) * ndim, np.dtype(dtype)))
+        else:
+            values.append({"i8": 0, "u8": 0, "f8": 0.0, "?": False}[dtype])
+    return values

@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 import numba
 import numpy as np
 from numba import carray, types
+from numba.core.compiler_lock import global_compiler_lock
 
 from relsim.montecarlo import _kernels
 from relsim.montecarlo._layout import KERNEL_ARGS
@@ -68,9 +69,21 @@ def c_interface(name: str) -> Any:
         f"def {name}_c({', '.join(parameters)}):\n"
         f"    kernel({', '.join(arguments)})\n"
     )
-    namespace = {"kernel": getattr(_kernels, name), "carray": carray, "np": np}
+    namespace = {"kernel": fresh_kernel(name), "carray": carray, "np": np}
     exec(source, namespace)  # generated from the table above, not from input
     return numba.cfunc(types.void(*c_types))(namespace[f"{name}_c"])
+
+
+def fresh_kernel(name: str) -> Any:
+    """The kernel ``name`` compiled from its current source, never from numba's cache.
+
+    numba's cache is keyed on ``_kernels.py`` alone and would not notice a change to the
+    constants it imports from ``_layout.py``; the native cache's key covers both files, so
+    what it stores must come from both as they are now.
+    """
+    dispatcher = getattr(_kernels, name)
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k != "nopython"}
+    return numba.njit(cache=False, **options)(dispatcher.py_func)
 
 
 def object_code(name: str, entry: str, machine: Any) -> bytes:
@@ -82,6 +95,11 @@ def object_code(name: str, entry: str, machine: Any) -> bytes:
         If the optimised module still uses a function of Python or numba's runtime, or any
         global variable defined elsewhere.
     """
+    with global_compiler_lock:  # llvmlite's LLVM context is shared with numba's compiler
+        return _object_code(name, entry, machine)
+
+
+def _object_code(name: str, entry: str, machine: Any) -> bytes:
     wrapper = c_interface(name)
     module = llvm.parse_assembly(wrapper.inspect_llvm())
     module.get_function(wrapper.native_name).name = entry

@@ -7,13 +7,15 @@ that file with llvmlite's MCJIT linker in milliseconds and calls it through ctyp
 releases the GIL, so importing numba (about 0.4 s) and bringing up its compiler (about 0.3 s)
 is paid once per machine rather than once per ``relsim simulate``.
 
-The code is the numba kernel itself, compiled by numba and re-optimised by LLVM once its
-error paths, unreachable because the kernels never raise, are gone, so it draws exactly the
-trials the numba dispatcher draws (a test holds the two to identical results).
+The code is the numba kernel itself, compiled by numba with its unreachable error paths
+removed (the kernels never raise), so it draws exactly the trials the numba dispatcher draws
+(a test holds the two to identical results).
 
 Where this cannot work, ``kernel`` falls back to the numba dispatcher, which keeps numba's
-own cache: an object format other than ELF (the symbol check below reads ELF), a symbol the
-object needs that this process cannot resolve, or a cache directory that cannot be written.
+own cache: a platform whose object files are not ELF (the symbol check below reads ELF), no
+writable cache directory (compiling in every process would be slower than the dispatcher),
+or code that this process cannot link (a symbol it needs is missing). A build that was
+refused leaves a ``.refused`` file under the same key, so later processes do not retry it.
 
 The cache lives in ``$RELSIM_CACHE_DIR`` when set, else in ``__pycache__`` beside this file
 when writable (as numba's own cache does), else in ``$XDG_CACHE_HOME/relsim`` (default
@@ -26,8 +28,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import numbers
 import os
 import struct
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -45,7 +49,9 @@ _SOURCES = ("_kernels.py", "_layout.py", "_compile.py", "_native.py")
 # Scalars cross the C interface by value; a bool as one byte (see ``_compile.c_interface``).
 _SCALAR_CTYPES = {"i8": ctypes.c_int64, "u8": ctypes.c_uint64, "f8": ctypes.c_double,
                   "?": ctypes.c_int8}
-_SCALAR_PYTHON = {"i8": int, "u8": int, "f8": float, "?": int}
+
+# Platforms whose object files are ELF, the format ``undefined_symbols`` reads.
+_ELF_PLATFORMS = ("linux", "freebsd")
 
 # Prefixes of symbols that must not appear in a kernel's object code: calls into Python or
 # numba's runtime would need the GIL or numba's helper library, and the kernels need neither.
@@ -71,7 +77,7 @@ def kernel(name: str) -> Callable[..., None]:
         if name not in _loaded:
             try:
                 _loaded[name] = _native_kernel(name)
-            except (NativeUnavailable, ImportError, RuntimeError, OSError):
+            except NativeUnavailable:
                 # a speed-up only: the dispatcher runs the same kernel, compiled by numba
                 from relsim.montecarlo import _kernels
 
@@ -80,31 +86,39 @@ def kernel(name: str) -> Callable[..., None]:
 
 
 def _native_kernel(name: str) -> "NativeKernel":
-    llvm = _llvm()
+    if not sys.platform.startswith(_ELF_PLATFORMS):
+        raise NativeUnavailable(f"{sys.platform}: object files are not ELF")
     path = cache_path(name)
-    if path is not None and path.is_file():
+    if path is None:
+        raise NativeUnavailable("no writable cache directory")
+    refused = path.with_suffix(".refused")
+    if refused.is_file():
+        raise NativeUnavailable(f"{name}: refused earlier ({refused})")
+    if path.is_file():
         try:
             return NativeKernel(name, unpack(path.read_bytes()))
         except (NativeUnavailable, OSError):
             pass  # a damaged or unreadable file: build it again
-    from relsim.montecarlo import _compile
-
     try:
-        code = _compile.object_code(name, entry_symbol(name), target_machine(llvm))
-    except _compile.NotSelfContained as error:
-        raise NativeUnavailable(str(error)) from error
-    loaded = NativeKernel(name, code)  # checks the code before it is kept
-    if path is not None:
-        _write_atomically(path, pack(code))
+        from relsim.montecarlo import _compile
+
+        code = _compile.object_code(name, entry_symbol(name), target_machine(_llvm()))
+        loaded = NativeKernel(name, code)  # the checks every later process will make
+    except Exception as error:  # numba's compile errors are plain Exceptions
+        _write_atomically(refused, f"{type(error).__name__}: {error}\n".encode())
+        raise NativeUnavailable(f"{name}: {error}") from error
+    _write_atomically(path, pack(code))
     return loaded
 
 
 class NativeKernel:
     """A kernel's object code, linked into this process; call it as the numba kernel.
 
-    Arrays must already have the dtype and number of dimensions of ``KERNEL_ARGS`` and be
-    C-contiguous and writable (they are checked: a wrong array would be a memory error, not
-    an exception). Each array is passed as its data pointer and a pointer to its shape.
+    Each argument is checked against ``KERNEL_ARGS``: an array must have its dtype and number
+    of dimensions and be C-contiguous, aligned and writable (it is passed as its data pointer
+    and a pointer to its shape); an integer scalar must fit its C type. Shapes are not checked
+    against each other: as under numba's dispatcher, which has no bounds checks either, the
+    driver is trusted to size the arrays as the kernel documents.
     """
 
     def __init__(self, name: str, code: bytes) -> None:
@@ -137,16 +151,30 @@ class NativeKernel:
                     and value.dtype == np.dtype(dtype)
                     and value.ndim == ndim
                     and value.flags.c_contiguous
+                    and value.flags.aligned
                     and value.flags.writeable
                 ):
                     raise TypeError(
-                        f"{self.name}: {arg} must be a writable C-contiguous {ndim}-d "
-                        f"{np.dtype(dtype)} array, got {_describe(value)}"
+                        f"{self.name}: {arg} must be a writable, aligned, C-contiguous "
+                        f"{ndim}-d {np.dtype(dtype)} array, got {_describe(value)}"
                     )
                 c_args += [value.ctypes.data, value.ctypes.shape]
             else:
-                c_args.append(_SCALAR_PYTHON[dtype](value))
+                c_args.append(_scalar(self.name, arg, dtype, value))
         self._function(*c_args)  # ctypes releases the GIL for the call
+
+
+def _scalar(kernel_name: str, arg: str, dtype: str, value: Any) -> Any:
+    """``value`` as its C type wants it, refusing what would wrap or truncate silently."""
+    if dtype == "f8" and isinstance(value, numbers.Real):
+        return float(value)
+    if dtype == "?" and isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if dtype in ("i8", "u8") and isinstance(value, numbers.Integral):
+        info = np.iinfo(dtype)
+        if info.min <= value <= info.max:
+            return int(value)
+    raise TypeError(f"{kernel_name}: {arg} must be a {np.dtype(dtype)} scalar, got {value!r}")
 
 
 def _describe(value: Any) -> str:
@@ -183,18 +211,21 @@ def target_machine(llvm: Any) -> Any:
 
 
 def _resolvable(llvm: Any, symbol: str) -> bool:
-    """Whether this process provides ``symbol`` (a C library function such as ``exp``):
-    looked up among the process's global symbols and, when found, registered with LLVM's
-    linker, which by itself searches only libraries loaded through it."""
+    """Whether this process provides ``symbol`` (a C library function such as ``exp``).
+
+    It is looked up among the program's global symbols alone, whatever numba may have
+    registered with LLVM, so that the process that builds the code checks it exactly as a
+    later process without numba will; when found it is registered with LLVM's linker (which
+    searches only what was registered or loaded through it), unless already registered.
+    """
     if symbol.startswith(FORBIDDEN):
         return False
-    if llvm.address_of_symbol(symbol):
-        return True
     try:
         address = ctypes.cast(getattr(_process_symbols(), symbol), ctypes.c_void_p).value
     except AttributeError:
         return False
-    llvm.add_symbol(symbol, address)
+    if not llvm.address_of_symbol(symbol):
+        llvm.add_symbol(symbol, address)
     return True
 
 
