@@ -20,6 +20,7 @@ has a Python exception path (their arguments never reach a domain error anyway).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -74,12 +75,14 @@ def c_interface(name: str) -> Any:
     return numba.cfunc(types.void(*c_types))(namespace[f"{name}_c"])
 
 
+@functools.cache
 def fresh_kernel(name: str) -> Any:
     """The kernel ``name`` compiled from its current source, never from numba's cache.
 
     numba's cache is keyed on ``_kernels.py`` alone and would not notice a change to the
     constants it imports from ``_layout.py``; the native cache's key covers both files, so
-    what it stores must come from both as they are now.
+    what it stores must come from both as they are now. (One per process: the source cannot
+    change under a running process, and numba keeps what it compiled in memory.)
     """
     dispatcher = getattr(_kernels, name)
     options = {k: v for k, v in dispatcher.targetoptions.items() if k != "nopython"}
