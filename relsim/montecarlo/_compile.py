@@ -7,12 +7,12 @@ Private; ``_native`` calls it once per machine and keeps the result. Three steps
    array becomes a data pointer and a pointer to its shape (viewed again as an array with
    ``numba.carray``), each scalar is passed by value.
 2. numba compiles it; its LLVM module holds the kernel and everything it calls. Every
-   function but the entry is made internal, and LLVM optimises the module again: it now
-   sees that the kernel only ever returns "no error", and removes the error paths, the only
+   function but the entry is made internal, and three LLVM passes run over the module: they
+   see that the kernel only ever returns "no error" and remove the error paths, the only
    code that called into Python or numba's runtime.
-3. What is left may call LLVM intrinsics and C library functions (``sqrt``, which the
-   loader checks the running process provides) but nothing of Python or numba's runtime;
-   it is emitted as an object file for this CPU.
+3. What is left may call LLVM intrinsics and C library functions (``exp``, ``log``,
+   ``sincos``, which the loader checks the running process provides) but nothing of Python
+   or numba's runtime; it is emitted as an object file for this CPU.
 
 The kernels are compiled with ``error_model="numpy"`` so that no float operation of theirs
 has a Python exception path (their arguments never reach a domain error anyway).
