@@ -7,7 +7,7 @@ each family has a negative control (a slightly wrong scenario) that the same che
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import math
 import signal
 import warnings
@@ -21,76 +21,16 @@ import relsim
 from relsim import Scenario, simulate
 from relsim.montecarlo import BLOCK_TRIALS, _driver, _kernels
 
+import test_reference_values
 from slow_simulator import simulate_slowly
 
 KEYS = ("success", "silent_failure", "detected_failure", "expected_attempts", "expected_cost")
 
-# MODEL.md section 5: scenario and exact (success, silent, detected, E[attempts], E[cost]).
+# MODEL.md section 5 (copied once, in test_reference_values.py): scenario and exact
+# (success, silent, detected, E[attempts], E[cost]).
 REFERENCE = {
-    "R1": (
-        {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}},
-        (0.975298, 0.0, 0.024702, 27.419539, 27.419539),
-    ),
-    "R2": (
-        {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 3}},
-        (0.757383, 0.240978, 0.001639, 27.449108, 27.449108),
-    ),
-    "R3": (
-        {
-            "steps": 10,
-            "p": 0.85,
-            "verifier": {"miss": 0.2, "false_reject": 0.05},
-            "retries": {"per_step": 2, "total": 4},
-            "cost": {"attempt": 0.02, "verify": 0.01},
-        },
-        (0.637390, 0.280579, 0.082031, 11.534475, 0.346034),
-    ),
-    "R4": (
-        {
-            "steps": 12,
-            "p": 0.9,
-            "checkpoints": {"every": 4, "detect": 0.8, "false_alarm": 0.05, "rollbacks": 2},
-            "cost": {"checkpoint": 0.1, "rollback": 0.5},
-        },
-        (0.603598, 0.222680, 0.173722, 15.647239, 16.553831),
-    ),
-    "R5": (
-        {
-            "steps": 8,
-            "p": 0.9,
-            "verifier": {"miss": 0.3},
-            "retries": {"per_step": 2},
-            "correlation": {"confusion": {"enter": 0.7, "recover": 0.3, "factor": 0.5}},
-        },
-        (0.616865, 0.282803, 0.100332, 8.750814, 8.750814),
-    ),
-    "R6": (
-        {
-            "steps": 8,
-            "p": 0.9,
-            "verifier": {"miss": 0.0},
-            "retries": {"per_step": 2},
-            "correlation": {"task_sd": 1.0, "step_sd": 0.8},
-        },
-        (0.879831, 0.0, 0.120169, 8.894021, 8.894021),
-    ),
-    "R7": (
-        {
-            "steps": 9,
-            "p": [0.99, 0.9, 0.8, 0.95, 0.9, 0.7, 0.99, 0.9, 0.85],
-            "verifier": {"miss": 0.15, "false_reject": 0.1},
-            "retries": {"per_step": 3, "total": 5},
-            "checkpoints": {"every": 3, "final": True, "detect": 0.9, "rollbacks": 2},
-            "correlation": {
-                "task_sd": 0.5,
-                "step_sd": 0.5,
-                "confusion": {"enter": 0.5, "recover": 0.5, "factor": 0.7},
-            },
-            "cost": {"attempt": 1, "verify": 0.2, "checkpoint": 0.5, "rollback": 1},
-        },
-        (0.793529, 0.022931, 0.183539, 11.715293, 15.763261),
-    ),
-    "R8": ({"steps": 20, "p": 0.95}, (0.358486, 0.641514, 0.0, 20.0, 20.0)),
+    case: (json.loads(text), tuple(values))
+    for case, (text, *values) in test_reference_values.REFERENCE.items()
 }
 
 
@@ -312,7 +252,6 @@ def test_small_scenarios_agree_with_the_slow_simulator(s):
     assert max(abs(z) for z in scores.values()) < 5, (s, scores)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("relsim.exact") is None, reason="no exact engine yet")
 @settings(
     derandomize=True,
     deadline=None,
