@@ -120,7 +120,30 @@ def cost_per_success(expected_cost: float, success: float) -> float:
     return expected_cost / success
 
 
-def _finite_or_none(value: float | None) -> float | None:
-    if value is None or not math.isfinite(value):
+def jsonable(value: Any) -> Any:
+    """``value`` made JSON-ready: the one JSON helper of relsim.
+
+    Non-finite floats become ``None`` (JSON has no infinity; NaN means "undefined"), numpy
+    scalars and arrays become Python numbers and lists, mappings get string keys.
+
+    Examples
+    --------
+    >>> jsonable({"a": float("inf"), 1: (0.5, float("nan"))})
+    {'a': None, '1': [0.5, None]}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()  # numpy scalar -> Python scalar, array -> (nested) list
+        if isinstance(value, list):
+            return jsonable(value)
+    if isinstance(value, float) and not math.isfinite(value):
         return None
-    return float(value)
+    return value
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """One number for JSON: ``None`` when missing or not finite (see :func:`jsonable`)."""
+    return jsonable(None if value is None else float(value))

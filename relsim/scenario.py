@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from relsim.errors import RelsimError
+
 __all__ = [
     "Checkpoints",
     "Confusion",
@@ -30,7 +32,7 @@ __all__ = [
 ]
 
 
-class ScenarioError(ValueError):
+class ScenarioError(RelsimError):
     """A scenario that breaks the format: the message names the file, the key and the range."""
 
 

@@ -8,6 +8,8 @@ import math
 import sys
 from typing import Any, NoReturn
 
+from relsim.results import jsonable
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
@@ -70,19 +72,6 @@ def int_list(text: str) -> list[int]:
             f"must be a comma-separated list of integers >= 1, got {text!r}"
         )
     return values
-
-
-def jsonable(value: Any) -> Any:
-    """Replace non-finite floats with None (JSON has no infinity) and numpy scalars with Python."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def print_json(obj: Any) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from relsim.montecarlo import _layout, _native
+from relsim.intervals import binomial_se, normal_interval, wilson
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario
 
@@ -29,7 +30,6 @@ from relsim.scenario import Scenario, as_scenario
 BLOCK_TRIALS = 1 << 16
 
 #: Normal quantile of a two-sided 95% interval.
-Z95 = 1.959963984540054
 
 _NO_CAP = 1 << 62
 _PERCENTS = (50, 90, 99)
@@ -604,25 +604,25 @@ def _outcome(estimates: _Estimates, seed: int | None, partial: bool, trajectorie
     success = n_success / n
     sample = n / (n - 1) if n > 1 else math.nan  # population -> sample variance
     se = {
-        "success": _binomial_se(n_success, n),
-        "silent_failure": _binomial_se(n_silent, n),
-        "detected_failure": _binomial_se(n_detected, n),
+        "success": binomial_se(n_success, n),
+        "silent_failure": binomial_se(n_silent, n),
+        "detected_failure": binomial_se(n_detected, n),
         "expected_attempts": math.sqrt(e.var_attempts * sample / n),
         "expected_cost": math.sqrt(e.var_cost * sample / n),
     }
     intervals = {
-        "success": _wilson(n_success, n),
-        "silent_failure": _wilson(n_silent, n),
-        "detected_failure": _wilson(n_detected, n),
-        "expected_attempts": _normal_interval(e.mean_attempts, se["expected_attempts"]),
-        "expected_cost": _normal_interval(e.mean_cost, se["expected_cost"]),
+        "success": wilson(n_success, n),
+        "silent_failure": wilson(n_silent, n),
+        "detected_failure": wilson(n_detected, n),
+        "expected_attempts": normal_interval(e.mean_attempts, se["expected_attempts"]),
+        "expected_cost": normal_interval(e.mean_cost, se["expected_cost"]),
     }
     if n_success > 0:
         ratio = e.mean_cost / success
         # Var(C - R S) = Var(C) - 2 R Cov(C, S) + R^2 Var(S)
         spread = e.var_cost - 2.0 * ratio * e.cov_cost_success + ratio**2 * success * (1.0 - success)
         se["cost_per_success"] = math.sqrt(max(0.0, spread) * sample / n) / success
-        intervals["cost_per_success"] = _normal_interval(ratio, se["cost_per_success"])
+        intervals["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
     else:
         se["cost_per_success"] = math.inf
         intervals["cost_per_success"] = (math.inf, math.inf)
@@ -641,30 +641,6 @@ def _outcome(estimates: _Estimates, seed: int | None, partial: bool, trajectorie
         partial=partial,
         trajectories=trajectories,
     )
-
-
-def _binomial_se(count: int, n: int) -> float:
-    proportion = count / n
-    return math.sqrt(proportion * (1.0 - proportion) / n)
-
-
-def _wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    r"""Wilson score interval,
-    :math:`\bigl(\hat p + \tfrac{z^2}{2N} \pm z\sqrt{\hat p(1-\hat p)/N + z^2/4N^2}\bigr)
-    / (1 + z^2/N)`."""
-    proportion = successes / n
-    denominator = 1.0 + z * z / n
-    if successes == 0:  # the closed form, without its rounding
-        return (0.0, z * z / n / denominator)
-    if successes == n:
-        return (1.0 / denominator, 1.0)
-    center = (proportion + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(proportion * (1.0 - proportion) / n + z * z / (4 * n * n)) / denominator
-    return (max(0.0, center - half), min(1.0, center + half))
-
-
-def _normal_interval(value: float, se: float, z: float = Z95) -> tuple[float, float]:
-    return (value - z * se, value + z * se)
 
 
 _OUTCOME_NAMES = ("success", "silent_failure", "detected_failure")
