@@ -17,6 +17,7 @@ _EXPORTS = {
     "formulas": "relsim.formulas",
     "plan": "relsim.plan",
     "evalstats": "relsim.evalstats",
+    "RelsimError": "relsim.errors",
     "Scenario": "relsim.scenario",
     "ScenarioError": "relsim.scenario",
     "Verifier": "relsim.scenario",

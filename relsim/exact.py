@@ -1,7 +1,7 @@
 """Exact evaluation of a scenario: a forward pass over a finite Markov chain, with quadrature.
 
-MODEL.md section 3 defines one trial. Conditional on the task effect ``z`` the trial is a finite
-Markov chain over the states
+docs/model.md section 3 defines one trial. Conditional on the task effect ``z`` the trial is a
+finite Markov chain over the states
 
     (rollbacks_used, i, retries_used, seg_tainted, doomed, confusion state)
 
@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from relsim.errors import invalid
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario
 
@@ -53,7 +54,7 @@ _SUCCESS, _SILENT, _DETECTED, _ATTEMPTS, _COST = range(5)
 
 
 def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL) -> Outcome:
-    r"""Exact outcome of a scenario (MODEL.md section 3), with every feature combined.
+    r"""Exact outcome of a scenario (docs/model.md section 3), with every feature combined.
 
     The probabilities of success, silent failure and detected failure, the expected number of
     attempts and the expected cost of one trial. Without random effects the answer is exact up
@@ -85,13 +86,13 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
 
     Raises
     ------
-    ValueError
-        When ``tol`` is not a number in (0, 1e-3].
+    relsim.errors.RelsimError
+        When ``tol`` is not a number in (0, 1e-3], or ``scenario`` is not a valid scenario.
 
     Examples
     --------
-    A 25-step chain with ``p = 0.9``, a perfect verifier and two retries per step (MODEL.md
-    R1): each step succeeds with :math:`1 - 0.1^3`, so the task with :math:`0.999^{25}`.
+    A 25-step chain with ``p = 0.9``, a perfect verifier and two retries per step (reference
+    value R1): each step succeeds with :math:`1 - 0.1^3`, so the task with :math:`0.999^{25}`.
 
     >>> from relsim import Scenario, evaluate
     >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0},
@@ -117,7 +118,7 @@ def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
     if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (
         0.0 < tol <= 1e-3
     ):
-        raise ValueError(f"tol: must be a number in (0, 1e-3], got {tol!r}")
+        raise invalid("tol", "a number in (0, 1e-3]", tol)
     model = _Model.from_scenario(scenario, float(tol))
     grids: dict[tuple, _StepEffectGrid] = {}  # shared by every round of task-effect nodes
     if model.task_sd == 0.0:

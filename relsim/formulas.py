@@ -1,12 +1,19 @@
-r"""Closed forms for the reliability of multi-step agents (MODEL.md section 2).
+r"""Closed forms for the reliability of multi-step agents (docs/model.md section 2).
 
 Every function is vectorised with numpy broadcasting: scalars in give a Python ``float`` out,
-arrays in give a numpy array out. Bad input raises ``ValueError`` naming the argument and its
-allowed range. Only numpy is imported, so ``relsim solve`` starts fast.
+arrays in give a numpy array out. Bad input raises :class:`relsim.errors.RelsimError` (a
+``ValueError``) naming the argument and its allowed range, as ``"p: must be a probability in
+[0, 1], got 1.2"``. Only numpy is imported, so ``relsim solve`` starts fast.
 
-Notation (MODEL.md section 2): with ``m = miss`` and ``f = false_reject``, one verified attempt
-is accepted and correct with :math:`a = p(1-f)`, accepted and wrong with :math:`w = (1-p)m`, and
-rejected with :math:`q = pf + (1-p)(1-m)`; a step with ``r`` retries makes on average
+Undefined answers follow one rule: a scalar answer that does not exist is ``None``; in arrays,
+NaN. (:func:`min_retries` when the target is out of reach, :func:`max_miss` and :func:`min_p`
+when no value works.) An answer that exists but is infinite stays ``inf``
+(:func:`checkpoint_interval` at ``p = 1``: never checkpoint).
+
+Notation (docs/model.md section 2): with ``m = miss`` and ``f = false_reject``, one verified
+attempt is accepted and correct with :math:`a = p(1-f)`, accepted and wrong with
+:math:`w = (1-p)m`, and rejected with :math:`q = pf + (1-p)(1-m)`; a step with ``r`` retries
+makes on average
 
 .. math:: S_r = \sum_{j=0}^{r} q^j = \frac{1 - q^{r+1}}{1 - q} \quad (= r + 1 \text{ when } q = 1)
 
@@ -20,6 +27,8 @@ import math
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+
+from relsim.errors import RelsimError, invalid
 
 __all__ = [
     "ChainOutcome",
@@ -68,7 +77,7 @@ class StepOutcome(NamedTuple):
 
 
 class ChainOutcome(NamedTuple):
-    """How a chain of steps ends (the first three sum to 1), as in MODEL.md section 3.
+    """How a chain of steps ends (the first three sum to 1), as in docs/model.md section 3.
 
     Attributes
     ----------
@@ -89,25 +98,26 @@ class ChainOutcome(NamedTuple):
 
 
 # ------------------------------------------------------------------------- input checks
-def _show(x: np.ndarray, bad: np.ndarray) -> str:
+def _first_bad(x: np.ndarray, bad: np.ndarray) -> Any:
+    """The first offending value, as a plain Python number for the message."""
     value = x[bad].flat[0] if x.ndim else x.item()
-    return repr(value.item() if hasattr(value, "item") else value)
+    return value.item() if hasattr(value, "item") else value
 
 
 def _as_float(value: Any, name: str, allowed: str) -> np.ndarray:
     try:
         x = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
+        raise invalid(name, allowed, value) from None
     return x
 
 
 def _ranged(value: Any, name: str, allowed: str, ok: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """``value`` as floats, each passing ``ok`` (NaN fails every comparison), else a ValueError."""
+    """``value`` as floats, each passing ``ok`` (NaN fails every comparison), else a RelsimError."""
     x = _as_float(value, name, allowed)
     bad = ~ok(x)
     if bad.any():
-        raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
+        raise invalid(name, allowed, _first_bad(x, bad))
     return x
 
 
@@ -121,14 +131,14 @@ def _count(value: Any, name: str, low: int = 0) -> np.ndarray:
     if x.dtype.kind == "O":  # huge Python ints, or a list mixing ints and None
         x = _as_float(value, name, allowed)
     elif x.dtype.kind not in "iuf":  # text, booleans
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        raise invalid(name, allowed, value)
     if x.dtype.kind == "f":
         bad = ~np.isfinite(x) | (x != np.floor(x)) | (np.abs(x) >= 2.0**62)
         if bad.any():
-            raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
+            raise invalid(name, allowed, _first_bad(x, bad))
     bad = x < low
     if bad.any():
-        raise ValueError(f"{name} must be {allowed}, got {_show(x, bad)}")
+        raise invalid(name, allowed, _first_bad(x, bad))
     return x.astype(np.int64)
 
 
@@ -310,14 +320,14 @@ def _trials(n: Any, c: Any, k: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     n, c, k = np.broadcast_arrays(n, c, k)
     if (c > n).any():
         bad = c > n
-        raise ValueError(
-            f"c must be an integer in [0, n] (successes among n trials), got c = "
+        raise RelsimError(
+            f"c: must be an integer in [0, n] (successes among n trials), got c = "
             f"{c[bad].flat[0]} with n = {n[bad].flat[0]}"
         )
     if (k > n).any():
         bad = k > n
-        raise ValueError(
-            f"k must be an integer in [1, n] (an unbiased estimate needs n >= k trials), got "
+        raise RelsimError(
+            f"k: must be an integer in [1, n] (an unbiased estimate needs n >= k trials), got "
             f"k = {k[bad].flat[0]} with n = {n[bad].flat[0]}"
         )
     return n, c, k
@@ -355,10 +365,6 @@ def pass_at_k_estimate(n: Any, c: Any, k: Any) -> Any:
                                 = 1 - \prod_{i=0}^{\min(c,k)-1}
                                   \left(1 - \frac{\max(c,k)}{n-i}\right)
 
-    The product form has ``min(c, k)`` factors, each in [0, 1], multiplied in log space (each
-    factor's log taken without cancellation), so it stays exact to about 1e-13 relative for
-    ``n`` up to :math:`10^6` and beyond: no factorials, no overflow, and ``1 - ratio`` is taken
-    as ``-expm1(log ratio)``.
     Its expectation over ``c ~ Binomial(n, p)`` is exactly ``1 - (1-p)**k``.
 
     Parameters
@@ -369,6 +375,13 @@ def pass_at_k_estimate(n: Any, c: Any, k: Any) -> Any:
         Successes among them, an integer in [0, n].
     k : int or array_like
         The ``k`` of pass@k, an integer in [1, n].
+
+    Notes
+    -----
+    The product form has ``min(c, k)`` factors, each in [0, 1], multiplied in log space (each
+    factor's log taken without cancellation), so it stays exact to about 1e-13 relative for
+    ``n`` up to :math:`10^6` and beyond: no factorials, no overflow, and ``1 - ratio`` is taken
+    as ``-expm1(log ratio)``.
 
     Examples
     --------
@@ -391,15 +404,18 @@ def pass_hat_k_estimate(n: Any, c: Any, k: Any) -> Any:
         \widehat{\text{pass}^k} = \frac{\binom{c}{k}}{\binom{n}{k}}
                                 = \prod_{i=0}^{k-1} \frac{c-i}{n-i}
 
-    Computed as :func:`pass_at_k_estimate`'s ratio with ``c`` replaced by the failures
-    ``n - c`` (``C(c,k)/C(n,k) = C(n-(n-c),k)/C(n,k)``): ``min(k, n-c)`` factors in log space,
-    exact to about 1e-13 relative for ``n`` up to :math:`10^6`. Its expectation over
-    ``c ~ Binomial(n, p)`` is exactly ``p**k``.
+    Its expectation over ``c ~ Binomial(n, p)`` is exactly ``p**k``.
 
     Parameters
     ----------
     n, c, k : int or array_like
         As in :func:`pass_at_k_estimate`.
+
+    Notes
+    -----
+    Computed as :func:`pass_at_k_estimate`'s ratio with ``c`` replaced by the failures
+    ``n - c`` (``C(c,k)/C(n,k) = C(n-(n-c),k)/C(n,k)``): ``min(k, n-c)`` factors in log space,
+    exact to about 1e-13 relative for ``n`` up to :math:`10^6`.
 
     Examples
     --------
@@ -472,9 +488,6 @@ def verified_step(p: Any, retries: Any, miss: Any = 0.0, false_reject: Any = 0.0
         \text{success} = a S_r, \quad \text{silent\_failure} = w S_r, \quad
         \text{exhausted} = q^{r+1}, \quad \text{expected\_attempts} = S_r
 
-    Right at the edges: :math:`q = 0` gives :math:`S_r = 1`; :math:`q = 1` (nothing is ever
-    accepted) gives :math:`S_r = r + 1` and ``exhausted = 1``. The success is computed as
-    ``verified_ceiling * (1 - q**(r+1))``, so it never exceeds the ceiling in floating point.
 
     Parameters
     ----------
@@ -491,6 +504,12 @@ def verified_step(p: Any, retries: Any, miss: Any = 0.0, false_reject: Any = 0.0
     -------
     StepOutcome
         ``(success, silent_failure, exhausted, expected_attempts)``; the first three sum to 1.
+
+    Notes
+    -----
+    Right at the edges: :math:`q = 0` gives :math:`S_r = 1`; :math:`q = 1` (nothing is ever
+    accepted) gives :math:`S_r = r + 1` and ``exhausted = 1``. The success is computed as
+    ``verified_ceiling * (1 - q**(r+1))``, so it never exceeds the ceiling in floating point.
 
     Examples
     --------
@@ -588,10 +607,6 @@ def min_retries(
         \qquad\text{i.e.}\qquad
         r = \left\lceil \frac{\ln\bigl(1 - T^{1/n}(a+w)/a\bigr)}{\ln q} \right\rceil - 1 .
 
-    The closed form gives the starting point; the neighbours are then checked against the
-    definition itself (``verified_step(p, r, miss, false_reject).success ** steps >= target``,
-    evaluated exactly as :func:`verified_step` and :func:`compound` do), so the answer equals
-    a brute-force scan over ``r``.
 
     Infeasible targets give ``None``: when the task ceiling :math:`(a/(a+w))^n` is below the
     target, and also when it *equals* the target while :math:`q > 0`, because then only the
@@ -615,6 +630,13 @@ def min_retries(
     int or None, or ndarray of float
         Scalars in: an ``int``, or ``None`` when infeasible. Any array in: a float array with
         the budget where feasible and ``NaN`` where infeasible.
+
+    Notes
+    -----
+    The closed form gives the starting point; the neighbours are then checked against the
+    definition itself (``verified_step(p, r, miss, false_reject).success ** steps >= target``,
+    evaluated exactly as :func:`verified_step` and :func:`compound` do), so the answer equals
+    a brute-force scan over ``r``.
 
     Examples
     --------
@@ -661,7 +683,7 @@ def max_miss(p: Any, steps: Any, target: Any, false_reject: Any = 0.0) -> Any:
     The supremum of the ``miss`` values with :math:`(a/(a+w))^n \ge T`; solving
     :math:`a/(a+w) \ge T^{1/n}` for :math:`m`:
 
-    .. math:: m^* = \min\Bigl(1, rac{p(1-f)\,(1 - T^{1/n})}{T^{1/n}\,(1-p)}\Bigr)
+    .. math:: m^* = \min\Bigl(1, \frac{p(1-f)\,(1 - T^{1/n})}{T^{1/n}\,(1-p)}\Bigr)
 
     (1 when ``p = 1``). Any ``miss < m*`` reaches the target with enough retries (see
     :func:`min_retries`); at ``miss = m*`` only the limit of unlimited retries does.
@@ -698,7 +720,7 @@ def min_p(steps: Any, target: Any, miss: Any = 0.0, false_reject: Any = 0.0) -> 
     The infimum of the ``p`` values with :math:`(a/(a+w))^n \ge T`; solving
     :math:`p(1-f)(1-t) \ge t(1-p)m` with :math:`t = T^{1/n}`:
 
-    .. math:: p^* = rac{t\,m}{(1-f)(1-t) + t\,m}
+    .. math:: p^* = \frac{t\,m}{(1-f)(1-t) + t\,m}
 
     Any ``p > p*`` reaches the target with enough retries; at ``p*`` only the limit does.
 
@@ -776,10 +798,6 @@ def shared_budget_success(
 
     .. math:: P(\text{success}) = a^n \sum_{j=0}^{B} \binom{n-1+j}{j} q^j
 
-    Summed in log space in long double (terms from the ratio recurrence, so no factorials),
-    and stopped once the remaining terms are below 1e-26 of the largest, so a huge budget costs
-    little. Relative error about 1e-16 on x86-64 (about 1e-13 for ``n`` in the thousands where
-    long double is plain double).
 
     Parameters
     ----------
@@ -791,6 +809,13 @@ def shared_budget_success(
         Retries ``B`` for the whole task, an integer >= 0.
     miss, false_reject : float or array_like, default 0
         The verifier, as in :func:`verified_step`.
+
+    Notes
+    -----
+    Summed in log space in long double (terms from the ratio recurrence, so no factorials),
+    and stopped once the remaining terms are below 1e-26 of the largest, so a huge budget costs
+    little. Relative error about 1e-16 on x86-64 (about 1e-13 for ``n`` in the thousands where
+    long double is plain double).
 
     Examples
     --------
@@ -839,8 +864,7 @@ def verified_chain(
 
     This is exactly the scenario with these per-step ``p``, a verifier, ``retries.per_step``
     and no total budget, checkpoints or correlation; without a verifier use ``miss = 1``,
-    ``retries = 0``. Differences are taken in log space (``expm1``), so a tiny silent or
-    detected failure keeps its relative accuracy.
+    ``retries = 0``.
 
     Parameters
     ----------
@@ -857,9 +881,15 @@ def verified_chain(
         ``(success, silent_failure, detected_failure, expected_attempts)``: floats for one
         chain, arrays of the leading shape for a batch of chains.
 
+    Notes
+    -----
+    Differences are taken in log space (``expm1``), so a tiny silent or detected failure
+    keeps its relative accuracy.
+
     Examples
     --------
-    MODEL.md R2: 25 steps, ``p = 0.9``, a verifier missing 10%, 3 retries per step:
+    Reference value R2 (docs/model.md section 5): 25 steps, ``p = 0.9``, a verifier missing
+    10%, 3 retries per step:
 
     >>> out = verified_chain([0.9] * 25, 3, miss=0.1)
     >>> [round(x, 6) for x in out]
@@ -963,7 +993,7 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
 
     This matches exactly the scenario ``steps = n``, ``p``, ``correlation.task_sd = sigma`` and
     no verifier (no step effect, no confusion, no checkpoints). ``p`` of exactly 0 or 1 is not
-    shifted (MODEL.md section 3).
+    shifted (docs/model.md section 3).
 
     Parameters
     ----------
@@ -995,7 +1025,7 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
     task_sd = _nonnegative(task_sd, "task_sd")
     if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))
                               or nodes < 1):
-        raise ValueError(f"nodes must be None or an integer >= 1, got {nodes!r}")
+        raise invalid("nodes", "None or an integer >= 1", nodes)
     p, steps, task_sd = np.broadcast_arrays(p, steps, task_sd)
     out = np.empty(p.shape)
     for index in np.ndindex(p.shape):
@@ -1029,7 +1059,7 @@ def confusion_chain(
     The agent is focused (success ``p``) or confused (success ``p * factor``). After each
     attempt's correctness is drawn, a wrong attempt while focused confuses it with ``enter``,
     and a correct one while confused brings it back with ``recover``; then the verifier
-    judges (MODEL.md section 3). Per attempt, three 2x2 matrices over (focused, confused),
+    judges (docs/model.md section 3). Per attempt, three 2x2 matrices over (focused, confused),
     row = state before, column = state after, with :math:`\epsilon` = ``enter``,
     :math:`\rho` = ``recover``, :math:`\phi` = ``factor``, :math:`c = p\phi`:
 
@@ -1076,7 +1106,7 @@ def confusion_chain(
 
     Examples
     --------
-    MODEL.md R5:
+    Reference value R5 (docs/model.md section 5):
 
     >>> out = confusion_chain(0.9, 8, enter=0.7, recover=0.3, factor=0.5, retries=2, miss=0.3)
     >>> [round(x, 6) for x in out]
@@ -1166,12 +1196,6 @@ def checkpoint_interval(p: Any, checkpoint_cost: Any) -> Any:
     catches every error); round it to an integer ``every >= 1`` for a scenario. ``p = 1``
     gives infinity (never checkpoint).
 
-    Young's factor 2 assumes a failure is seen when it happens, so on average half a segment
-    is lost. In relsim's model (MODEL.md section 3) a wrong step is seen only at the next
-    checkpoint and the whole segment is redone: the cost per step is about
-    :math:`(1 + C/k)\,p^{-k}`, whose minimum is near :math:`\sqrt{C/(1-p)}`, this value over
-    :math:`\sqrt 2`. ``relsim.plan.checkpoints`` finds the exact spacing; the test suite checks
-    that it lies nearer to ``checkpoint_interval / sqrt(2)`` than to this value.
 
     Parameters
     ----------
@@ -1179,6 +1203,15 @@ def checkpoint_interval(p: Any, checkpoint_cost: Any) -> Any:
         Per-step success, in [0, 1].
     checkpoint_cost : float or array_like
         Cost of one checkpoint in units of one attempt's cost, a finite number >= 0.
+
+    Notes
+    -----
+    Young's factor 2 assumes a failure is seen when it happens, so on average half a segment
+    is lost. In relsim's model (docs/model.md section 3) a wrong step is seen only at the next
+    checkpoint and the whole segment is redone: the cost per step is about
+    :math:`(1 + C/k)\,p^{-k}`, whose minimum is near :math:`\sqrt{C/(1-p)}`, this value over
+    :math:`\sqrt 2`. ``relsim.plan.checkpoints`` finds the exact spacing; the test suite checks
+    that it lies nearer to ``checkpoint_interval / sqrt(2)`` than to this value.
 
     Examples
     --------

@@ -3,7 +3,7 @@
 A scenario is read from TOML (``Scenario.from_toml``) or a dict (``Scenario.from_dict``), and
 validated wherever it is built, so ``dataclasses.replace`` on a valid scenario either gives a
 valid scenario or raises. Engines read the per-step arrays (``p_array``, ``miss_array``, ...)
-rather than the user's spelling of them. The format is MODEL.md section 4.
+rather than the user's spelling of them. The format is docs/model.md section 4.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class Scenario:
     # ----------------------------------------------------------------- loading and saving
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> "Scenario":
-        """Build a scenario from MODEL.md section 4's structure (parsed TOML or JSON).
+        """Build a scenario from docs/model.md section 4's structure (parsed TOML or JSON).
 
         Raises
         ------
@@ -249,12 +249,12 @@ class Scenario:
 
 def as_scenario(value: Any) -> Scenario:
     """The scenario an engine was given: a ``Scenario`` as it is, a mapping through
-    ``Scenario.from_dict``; anything else is a ValueError naming ``scenario``."""
+    ``Scenario.from_dict``; anything else is a RelsimError naming ``scenario``."""
     if isinstance(value, Scenario):
         return value
     if isinstance(value, Mapping):
         return Scenario.from_dict(value)
-    raise ValueError(
+    raise RelsimError(
         f"scenario: must be a relsim.Scenario or a mapping, got {type(value).__name__}"
     )
 

@@ -35,7 +35,7 @@ per_step = 3
 def test_readable_summary(tmp_path, capsys):
     assert main(["evaluate", _write(tmp_path, R2)]) == 0
     out = capsys.readouterr().out
-    # MODEL.md R2: 0.757383, 0.240978, 0.001639, 27.449108 attempts
+    # docs/model.md R2: 0.757383, 0.240978, 0.001639, 27.449108 attempts
     assert "R2: 25 steps, exact" in out
     assert "success                0.757383    75.74%" in out
     assert "silent failure         0.240978    24.10%" in out
@@ -48,7 +48,7 @@ def test_readable_summary(tmp_path, capsys):
 def test_target_met_says_by_how_much(capsys):
     assert main(["evaluate", str(LESSON)]) == 0
     out = capsys.readouterr().out
-    # MODEL.md R1: 0.975298 against 0.95
+    # docs/model.md R1: 0.975298 against 0.95
     assert "target 0.95: met, 2.53 percentage points above (success 0.975298)" in out
 
 
@@ -56,7 +56,7 @@ def test_no_target_no_verdict(tmp_path, capsys):
     assert main(["evaluate", _write(tmp_path, "steps = 20\np = 0.95\n")]) == 0
     out = capsys.readouterr().out
     assert "target " not in out and "met" not in out
-    assert "silent failure         0.641514" in out  # MODEL.md R8
+    assert "silent failure         0.641514" in out  # docs/model.md R8
 
 
 def test_json_has_the_model_md_keys(tmp_path, capsys):

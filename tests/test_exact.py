@@ -1,6 +1,6 @@
 """relsim.evaluate against references that share none of its code.
 
-- ``enumerate_paths``: a plain recursive interpreter of MODEL.md section 3's pseudo-code that
+- ``enumerate_paths``: a plain recursive interpreter of docs/model.md section 3's pseudo-code that
   follows every branch of every draw with its probability (tiny scenarios, no random effects);
 - ``backward``: a memoised backward recursion over the same pseudo-code, one attempt at a
   time, with the random effects integrated by Gauss-Hermite rules of fixed size (the engine
@@ -388,7 +388,7 @@ def _by_quadrature(p, steps, retries, miss, task_sd, step_sd):
 
 
 def test_reference_r6_by_nested_quadrature():
-    # MODEL.md R6, recomputed by an independent route
+    # docs/model.md R6, recomputed by an independent route
     want = _by_quadrature(0.9, 8, 2, 0.0, task_sd=1.0, step_sd=0.8)
     assert round(want["success"], 6) == 0.879831
     assert round(want["expected_attempts"], 6) == 8.894021
@@ -661,7 +661,7 @@ def test_gauss_kronrod_rules_integrate_polynomials_exactly():
 
 
 def test_a_mapping_is_read_as_a_scenario_and_anything_else_is_named():
-    # the same door as simulate: a dict in MODEL.md section 4's structure is a scenario
+    # the same door as simulate: a dict in docs/model.md section 4's structure is a scenario
     r8 = {"steps": 20, "p": 0.95}
     assert evaluate(r8) == evaluate(Scenario.from_dict(r8))
     with pytest.raises(ValueError, match="scenario: must be a relsim.Scenario or a mapping"):

@@ -258,7 +258,7 @@ def _verdicts(correct_p, miss, false_reject):
 
 
 def _enumerate_chain(ps, rs, ms, fs):
-    """Every attempt path of a verified chain with per-step budgets (MODEL.md section 3)."""
+    """Every attempt path of a verified chain with per-step budgets (docs/model.md section 3)."""
     total = {"success": 0.0, "silent": 0.0, "detected": 0.0, "attempts": 0.0}
 
     def attempt(i, j, tainted, prob, attempts):
@@ -322,7 +322,7 @@ def test_shared_budget_equals_path_enumeration(p, n, budget, miss, false_reject)
 
 
 def _enumerate_confusion(p, n, enter, recover, factor, r, miss, false_reject):
-    """Every path of MODEL.md section 3's pseudo-code with confusion, a verifier and a
+    """Every path of docs/model.md section 3's pseudo-code with confusion, a verifier and a
     per-step budget (the state moves after the correctness draw, before the verdict)."""
     total = {"success": 0.0, "silent": 0.0, "detected": 0.0, "attempts": 0.0}
 

@@ -1,4 +1,4 @@
-"""The closed forms against numbers from outside the code: the lesson, MODEL.md, exact
+"""The closed forms against numbers from outside the code: the lesson, docs/model.md, exact
 rational arithmetic, direct numerical integration; their numerics at the extremes; and every
 kind of bad input."""
 
@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from relsim import formulas as F
+from relsim.errors import RelsimError
 
 # --------------------------------------------------------------------------- worked values
 
 
 @pytest.mark.parametrize(
     "p, expected",
-    [  # the lesson's compounding table and MODEL.md section 2, n = 5, 10, 20, 50
+    [  # the lesson's compounding table and docs/model.md section 2, n = 5, 10, 20, 50
         (0.90, [0.590, 0.349, 0.122, 0.005]),
         (0.95, [0.774, 0.599, 0.358, 0.077]),
         (0.99, [0.951, 0.904, 0.818, 0.605]),
@@ -34,7 +35,7 @@ def test_pass_at_k_and_pass_hat_k_lesson():
 
 
 def test_lesson_planning_exercise():
-    # MODEL.md section 2: 25 steps, target 0.95
+    # docs/model.md section 2: 25 steps, target 0.95
     assert round(F.required_step_success(0.95, 25), 6) == 0.997950
     assert F.min_retries(0.9, 25, 0.95) == 2
     assert round(F.retry_success(0.9, 2) ** 25, 6) == 0.975298  # 0.999**25
@@ -52,7 +53,7 @@ def test_retry_success_lesson():
     assert F.retry_success(0.9, 2) == pytest.approx(0.999, abs=1e-15)
 
 
-# MODEL.md section 5: the reference rows that the closed-form chains cover exactly
+# docs/model.md section 5: the reference rows that the closed-form chains cover exactly
 @pytest.mark.parametrize(
     "p, retries, miss, expected",
     [
@@ -66,13 +67,13 @@ def test_verified_chain_reference_rows(p, retries, miss, expected):
 
 
 def test_verified_chain_without_verifier_is_r8():
-    # MODEL.md R8: 20 steps at p = 0.95, no verifier (miss = 1, no retries)
+    # docs/model.md R8: 20 steps at p = 0.95, no verifier (miss = 1, no retries)
     out = F.verified_chain(np.full(20, 0.95), 0, miss=1.0)
     assert [round(x, 6) for x in out] == [0.358486, 0.641514, 0.0, 20.0]
 
 
 def test_confusion_chain_reference_r5():
-    # MODEL.md R5
+    # docs/model.md R5
     out = F.confusion_chain(0.9, 8, enter=0.7, recover=0.3, factor=0.5, retries=2, miss=0.3)
     assert [round(x, 6) for x in out] == [0.616865, 0.282803, 0.100332, 8.750814]
     assert isinstance(out.success, float)
@@ -339,57 +340,57 @@ def test_logit_normal_chain_edges():
 
 BAD = [
     # (function, args, kwargs, fragment of the message)
-    (F.compound, (1.2, 3), {}, "p must be a probability in [0, 1], got 1.2"),
-    (F.compound, (float("nan"), 3), {}, "p must be a probability in [0, 1]"),
-    (F.compound, (-0.1, 3), {}, "p must be a probability"),
-    (F.compound, (0.9, -1), {}, "steps must be an integer in 0..2**62, got -1"),
-    (F.compound, (0.9, 2.5), {}, "steps must be an integer in 0..2**62, got 2.5"),
-    (F.compound, (0.9, "x"), {}, "steps must be an integer in 0..2**62"),
-    (F.compound, ("x", 3), {}, "p must be a probability"),
-    (F.chain_success, ([0.9, 1.5],), {}, "ps must be a probability"),
-    (F.required_step_success, (1.5, 25), {}, "target must be a number in (0, 1], got 1.5"),
-    (F.required_step_success, (0.0, 25), {}, "target must be a number in (0, 1]"),
-    (F.required_step_success, (float("nan"), 25), {}, "target must be a number in (0, 1]"),
-    (F.required_step_success, (0.9, 0), {}, "steps must be an integer in 1..2**62, got 0"),
-    (F.retry_success, (0.9, -1), {}, "retries must be an integer in 0..2**62, got -1"),
-    (F.retry_success, (0.9, 1.5), {}, "retries must be an integer in 0..2**62"),
-    (F.verified_step, (0.9, 2), {"miss": 2.0}, "miss must be a probability in [0, 1], got 2.0"),
-    (F.verified_step, (0.9, 2), {"false_reject": -0.5}, "false_reject must be a probability"),
-    (F.verified_step, (0.9, float("nan")), {}, "retries must be an integer in 0..2**62"),
-    (F.verified_ceiling, (0.9,), {"miss": float("nan")}, "miss must be a probability"),
-    (F.pass_at_k, (0.7, 0), {}, "k must be an integer in 1..2**62, got 0"),
-    (F.pass_hat_k, (1.7, 3), {}, "p must be a probability"),
-    (F.pass_at_k_estimate, (5, 2, 6), {}, "k must be an integer in [1, n]"),
-    (F.pass_at_k_estimate, (5, 6, 2), {}, "c must be an integer in [0, n]"),
-    (F.pass_at_k_estimate, (5, 2, 0), {}, "k must be an integer in 1..2**62"),
-    (F.pass_at_k_estimate, (5, -1, 2), {}, "c must be an integer in 0..2**62"),
-    (F.pass_at_k_estimate, (5.5, 2, 2), {}, "n must be an integer in 1..2**62"),
-    (F.pass_hat_k_estimate, (3, 2, 4), {}, "k must be an integer in [1, n]"),
-    (F.pass_hat_k_estimate, (3, 4, 2), {}, "c must be an integer in [0, n]"),
-    (F.pass_hat_k_estimate, (0, 0, 1), {}, "n must be an integer in 1..2**62"),
-    (F.min_retries, (0.9, 25, 1.5), {}, "target must be a number in (0, 1]"),
-    (F.min_retries, (0.9, 25, 0.0), {}, "target must be a number in (0, 1]"),
-    (F.min_retries, (0.9, 0, 0.9), {}, "steps must be an integer in 1..2**62"),
-    (F.min_retries, (0.9, 25, 0.9), {"miss": 1.1}, "miss must be a probability"),
-    (F.shared_budget_success, (0.9, 25, -1), {}, "budget must be an integer in 0..2**62, got -1"),
-    (F.shared_budget_success, (0.9, 25, 2.5), {}, "budget must be an integer in 0..2**62"),
-    (F.verified_chain, ([0.9, 0.8], [1, -1]), {}, "retries must be an integer in 0..2**62"),
-    (F.verified_chain, ([0.9, 1.8], 1), {}, "p must be a probability"),
-    (F.latent_difficulty_chain, (0.0, 1.0, 3), {}, "alpha must be a finite number > 0"),
-    (F.latent_difficulty_chain, (1.0, -1.0, 3), {}, "beta must be a finite number > 0"),
-    (F.logit_normal_chain, (0.9, 3, -1.0), {}, "task_sd must be a finite number >= 0"),
-    (F.logit_normal_chain, (0.9, 3, 1.0), {"nodes": 0}, "nodes must be None or an integer >= 1"),
-    (F.confusion_chain, (0.9, 3, 1.5, 0.5, 0.5), {}, "enter must be a probability"),
-    (F.confusion_chain, (0.9, 3, 0.5, 0.5, 0.5), {"retries": -2}, "retries must be an integer"),
-    (F.checkpoint_interval, (0.9, -1.0), {}, "checkpoint_cost must be a finite number >= 0"),
-    (F.max_miss, (0.9, 25, 1.5), {}, "target must be a number in (0, 1]"),
-    (F.min_p, (25, 0.95), {"miss": 3.0}, "miss must be a probability"),
+    (F.compound, (1.2, 3), {}, "p: must be a probability in [0, 1], got 1.2"),
+    (F.compound, (float("nan"), 3), {}, "p: must be a probability in [0, 1]"),
+    (F.compound, (-0.1, 3), {}, "p: must be a probability"),
+    (F.compound, (0.9, -1), {}, "steps: must be an integer in 0..2**62, got -1"),
+    (F.compound, (0.9, 2.5), {}, "steps: must be an integer in 0..2**62, got 2.5"),
+    (F.compound, (0.9, "x"), {}, "steps: must be an integer in 0..2**62"),
+    (F.compound, ("x", 3), {}, "p: must be a probability"),
+    (F.chain_success, ([0.9, 1.5],), {}, "ps: must be a probability"),
+    (F.required_step_success, (1.5, 25), {}, "target: must be a number in (0, 1], got 1.5"),
+    (F.required_step_success, (0.0, 25), {}, "target: must be a number in (0, 1]"),
+    (F.required_step_success, (float("nan"), 25), {}, "target: must be a number in (0, 1]"),
+    (F.required_step_success, (0.9, 0), {}, "steps: must be an integer in 1..2**62, got 0"),
+    (F.retry_success, (0.9, -1), {}, "retries: must be an integer in 0..2**62, got -1"),
+    (F.retry_success, (0.9, 1.5), {}, "retries: must be an integer in 0..2**62"),
+    (F.verified_step, (0.9, 2), {"miss": 2.0}, "miss: must be a probability in [0, 1], got 2.0"),
+    (F.verified_step, (0.9, 2), {"false_reject": -0.5}, "false_reject: must be a probability"),
+    (F.verified_step, (0.9, float("nan")), {}, "retries: must be an integer in 0..2**62"),
+    (F.verified_ceiling, (0.9,), {"miss": float("nan")}, "miss: must be a probability"),
+    (F.pass_at_k, (0.7, 0), {}, "k: must be an integer in 1..2**62, got 0"),
+    (F.pass_hat_k, (1.7, 3), {}, "p: must be a probability"),
+    (F.pass_at_k_estimate, (5, 2, 6), {}, "k: must be an integer in [1, n]"),
+    (F.pass_at_k_estimate, (5, 6, 2), {}, "c: must be an integer in [0, n]"),
+    (F.pass_at_k_estimate, (5, 2, 0), {}, "k: must be an integer in 1..2**62"),
+    (F.pass_at_k_estimate, (5, -1, 2), {}, "c: must be an integer in 0..2**62"),
+    (F.pass_at_k_estimate, (5.5, 2, 2), {}, "n: must be an integer in 1..2**62"),
+    (F.pass_hat_k_estimate, (3, 2, 4), {}, "k: must be an integer in [1, n]"),
+    (F.pass_hat_k_estimate, (3, 4, 2), {}, "c: must be an integer in [0, n]"),
+    (F.pass_hat_k_estimate, (0, 0, 1), {}, "n: must be an integer in 1..2**62"),
+    (F.min_retries, (0.9, 25, 1.5), {}, "target: must be a number in (0, 1]"),
+    (F.min_retries, (0.9, 25, 0.0), {}, "target: must be a number in (0, 1]"),
+    (F.min_retries, (0.9, 0, 0.9), {}, "steps: must be an integer in 1..2**62"),
+    (F.min_retries, (0.9, 25, 0.9), {"miss": 1.1}, "miss: must be a probability"),
+    (F.shared_budget_success, (0.9, 25, -1), {}, "budget: must be an integer in 0..2**62, got -1"),
+    (F.shared_budget_success, (0.9, 25, 2.5), {}, "budget: must be an integer in 0..2**62"),
+    (F.verified_chain, ([0.9, 0.8], [1, -1]), {}, "retries: must be an integer in 0..2**62"),
+    (F.verified_chain, ([0.9, 1.8], 1), {}, "p: must be a probability"),
+    (F.latent_difficulty_chain, (0.0, 1.0, 3), {}, "alpha: must be a finite number > 0"),
+    (F.latent_difficulty_chain, (1.0, -1.0, 3), {}, "beta: must be a finite number > 0"),
+    (F.logit_normal_chain, (0.9, 3, -1.0), {}, "task_sd: must be a finite number >= 0"),
+    (F.logit_normal_chain, (0.9, 3, 1.0), {"nodes": 0}, "nodes: must be None or an integer >= 1"),
+    (F.confusion_chain, (0.9, 3, 1.5, 0.5, 0.5), {}, "enter: must be a probability"),
+    (F.confusion_chain, (0.9, 3, 0.5, 0.5, 0.5), {"retries": -2}, "retries: must be an integer"),
+    (F.checkpoint_interval, (0.9, -1.0), {}, "checkpoint_cost: must be a finite number >= 0"),
+    (F.max_miss, (0.9, 25, 1.5), {}, "target: must be a number in (0, 1]"),
+    (F.min_p, (25, 0.95), {"miss": 3.0}, "miss: must be a probability"),
 ]
 
 
 @pytest.mark.parametrize("function, args, kwargs, message", BAD)
 def test_bad_input_names_the_argument_and_range(function, args, kwargs, message):
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(RelsimError) as error:
         function(*args, **kwargs)
     assert message in str(error.value)
 

@@ -1,6 +1,6 @@
-"""Numbers from outside the code: MODEL.md's reference table and the lesson's worked values.
+"""Numbers from outside the code: docs/model.md's reference table and the lesson's worked values.
 
-Each value is copied from ../shared/design/MODEL.md (section 5's table, section 2's worked
+Each value is copied from docs/model.md (section 5's table, section 2's worked
 values, which come from the lesson in ../shared/seeds/); nothing here is computed by relsim to
 be compared with itself.
 """
@@ -13,31 +13,31 @@ import pytest
 
 from relsim import Scenario, evaluate, formulas
 
-# MODEL.md section 5: case, scenario (JSON), success, silent, detected, E[attempts], E[cost]
+# docs/model.md section 5: case, scenario (JSON), success, silent, detected, E[attempts], E[cost]
 REFERENCE = {
-    # MODEL.md R1: the lesson's plan, a perfect verifier with 2 retries per step
+    # docs/model.md R1: the lesson's plan, a perfect verifier with 2 retries per step
     "R1": ('{"steps":25,"p":0.9,"verifier":{"miss":0.0},"retries":{"per_step":2}}',
            0.975298, 0.0, 0.024702, 27.419539, 27.419539),
-    # MODEL.md R2: an imperfect verifier (miss 0.1), 3 retries per step
+    # docs/model.md R2: an imperfect verifier (miss 0.1), 3 retries per step
     "R2": ('{"steps":25,"p":0.9,"verifier":{"miss":0.1},"retries":{"per_step":3}}',
            0.757383, 0.240978, 0.001639, 27.449108, 27.449108),
-    # MODEL.md R3: false rejects, a task-wide budget and costs
+    # docs/model.md R3: false rejects, a task-wide budget and costs
     "R3": ('{"steps":10,"p":0.85,"verifier":{"miss":0.2,"false_reject":0.05},'
            '"retries":{"per_step":2,"total":4},"cost":{"attempt":0.02,"verify":0.01}}',
            0.637390, 0.280579, 0.082031, 11.534475, 0.346034),
-    # MODEL.md R4: checkpoints with detection, false alarms, rollbacks and their costs
+    # docs/model.md R4: checkpoints with detection, false alarms, rollbacks and their costs
     "R4": ('{"steps":12,"p":0.9,"checkpoints":{"every":4,"detect":0.8,"false_alarm":0.05,'
            '"rollbacks":2},"cost":{"checkpoint":0.1,"rollback":0.5}}',
            0.603598, 0.222680, 0.173722, 15.647239, 16.553831),
-    # MODEL.md R5: confusion
+    # docs/model.md R5: confusion
     "R5": ('{"steps":8,"p":0.9,"verifier":{"miss":0.3},"retries":{"per_step":2},'
            '"correlation":{"confusion":{"enter":0.7,"recover":0.3,"factor":0.5}}}',
            0.616865, 0.282803, 0.100332, 8.750814, 8.750814),
-    # MODEL.md R6: task and step random effects
+    # docs/model.md R6: task and step random effects
     "R6": ('{"steps":8,"p":0.9,"verifier":{"miss":0.0},"retries":{"per_step":2},'
            '"correlation":{"task_sd":1.0,"step_sd":0.8}}',
            0.879831, 0.0, 0.120169, 8.894021, 8.894021),
-    # MODEL.md R7: every feature at once
+    # docs/model.md R7: every feature at once
     "R7": ('{"steps":9,"p":[0.99,0.9,0.8,0.95,0.9,0.7,0.99,0.9,0.85],'
            '"verifier":{"miss":0.15,"false_reject":0.1},"retries":{"per_step":3,"total":5},'
            '"checkpoints":{"every":3,"final":true,"detect":0.9,"rollbacks":2},'
@@ -45,7 +45,7 @@ REFERENCE = {
            '"confusion":{"enter":0.5,"recover":0.5,"factor":0.7}},'
            '"cost":{"attempt":1,"verify":0.2,"checkpoint":0.5,"rollback":1}}',
            0.793529, 0.022931, 0.183539, 11.715293, 15.763261),
-    # MODEL.md R8: no verifier: every failure is silent
+    # docs/model.md R8: no verifier: every failure is silent
     "R8": ('{"steps":20,"p":0.95}', 0.358486, 0.641514, 0.0, 20.0, 20.0),
 }
 
@@ -71,7 +71,7 @@ def test_reference_table_catches_a_wrong_value():
     assert abs(evaluate(Scenario.from_dict(data)).success - success) > 5e-7
 
 
-# MODEL.md section 2, from the lesson: the compounding table p**n
+# docs/model.md section 2, from the lesson: the compounding table p**n
 @pytest.mark.parametrize(
     "p, values",
     [
@@ -89,13 +89,13 @@ def test_compounding_table(p, values):
 
 
 def test_pass_at_k_and_pass_hat_k():
-    # MODEL.md section 2 (the lesson's math check): 97% versus 34%
+    # docs/model.md section 2 (the lesson's math check): 97% versus 34%
     assert round(formulas.pass_at_k(0.7, 3), 3) == 0.973
     assert round(formulas.pass_hat_k(0.7, 3), 3) == 0.343
 
 
 def test_twenty_five_steps_at_ninety_five_percent():
-    # MODEL.md section 2: 25 steps, target 0.95
+    # docs/model.md section 2: 25 steps, target 0.95
     assert round(formulas.required_step_success(0.95, 25), 6) == 0.997950
     assert formulas.min_retries(0.9, 25, 0.95) == 2
     step = formulas.verified_step(0.9, 2)

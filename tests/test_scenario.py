@@ -1,4 +1,4 @@
-"""relsim.Scenario: loading, validation and the round trip (MODEL.md section 4)."""
+"""relsim.Scenario: loading, validation and the round trip (docs/model.md section 4)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 
 Each command lives in its own module of this package with ``add_parser(subparsers)``; the
 module's ``run(args) -> int`` does the work, importing heavy modules only when it runs.
-Exit status: 0 done; 2 bad input or usage (one line on stderr); 3 an infeasible plan.
+Exit status: 0 done; 1 an internal error (a bug: one line, the traceback with ``--debug`` or
+``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr); 3 an infeasible plan; 130
+interrupted. Only :class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import os
 import sys
 from typing import Sequence
 
-from relsim.cli._args import EXIT_USAGE, Parser
+from relsim.cli._args import EXIT_INTERNAL, EXIT_USAGE, Parser
+from relsim.errors import RelsimError
 
 # command -> module that defines it (order is the order of --help)
 COMMANDS = {
@@ -34,6 +37,11 @@ def build_parser() -> Parser:
     from relsim import __version__
 
     parser.add_argument("--version", action="version", version=f"relsim {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error, print the traceback too (or set RELSIM_DEBUG=1)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in dict.fromkeys(COMMANDS.values()):
         module = _load(module_name)
@@ -61,9 +69,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at devnull so Python's flush at exit does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ValueError, OSError) as error:  # bad input: one line, no traceback
+    except RelsimError as error:  # bad input: one line, no traceback
         print(f"relsim: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("relsim: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # anything else is a bug in relsim: say so, and how to see it
+        if args.debug or _debug_from_environment():
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        print(
+            f"relsim: internal error: {type(error).__name__}: {_one_line(error)} (please report; "
+            "run with --debug or RELSIM_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _debug_from_environment() -> bool:
+    return os.environ.get("RELSIM_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _one_line(error: BaseException, width: int = 200) -> str:
+    """The exception's message on one line, cut to ``width`` characters."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= width else text[: width - 3] + "..."

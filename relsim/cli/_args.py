@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from relsim.results import jsonable
 
 EXIT_OK = 0
+EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
 

@@ -6,7 +6,7 @@
 
 Prints the split of outcomes (success, silent failure, detected failure), the expected
 attempts and cost per trial, the cost per success and, when the scenario sets ``target``,
-whether the design meets it and by how much. ``--json``: ``Outcome.to_dict()`` (MODEL.md
+whether the design meets it and by how much. ``--json``: ``Outcome.to_dict()`` (docs/model.md
 section 3's keys), plus ``target``, ``meets_target`` and ``margin`` when a target is set.
 """
 
@@ -24,7 +24,7 @@ def add_parser(subparsers: Any) -> None:
         "evaluate",
         help="exact outcome of a scenario file",
         description=(
-            "Evaluate a scenario (MODEL.md section 3) exactly: how often a trial succeeds, "
+            "Evaluate a scenario (docs/model.md section 3) exactly: how often a trial succeeds, "
             "fails silently or fails detectably, how many attempts it makes, what it costs, "
             "and whether it meets the scenario's target."
         ),
