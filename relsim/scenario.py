@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from relsim.errors import RelsimError
+from relsim.errors import show as _show
 
 __all__ = [
     "Checkpoints",
@@ -437,11 +438,6 @@ def _set(obj: Any, name: str, value: Any) -> None:
     object.__setattr__(obj, name, value)
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _number(value: Any, key: str, allowed: str = "a number") -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ScenarioError(f"{key}: must be {allowed}, got {_show(value)}")
@@ -477,7 +473,10 @@ def _listed(value: Any, key: str, n: int, check: Any) -> Any:
     """One value, or a list of exactly ``n`` values, each passed through ``check``."""
     if isinstance(value, (list, tuple, np.ndarray)):
         if len(value) != n:
-            raise ScenarioError(f"{key}: a list must have one value per step ({n}), got {len(value)}")
+            raise ScenarioError(
+                f"{key}: must be one value or a list of one value per step ({n}), "
+                f"got a list of {len(value)}"
+            )
         return tuple(check(x, f"{key}[{i}]") for i, x in enumerate(value))
     return check(value, key)
 

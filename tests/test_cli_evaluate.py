@@ -90,7 +90,7 @@ BAD = [
     ("negative budget", "steps = 3\np = 0.9\n[verifier]\n[retries]\nper_step = -1\n",
      "retries.per_step: must be an integer in 0..10000, got -1"),
     ("wrong list length", "steps = 3\np = [0.9, 0.8]\n",
-     "p: a list must have one value per step (3), got 2"),
+     "p: must be one value or a list of one value per step (3), got a list of 2"),
     ("checkpoint past the end", "steps = 3\np = 0.9\n[checkpoints]\nat = [4]\n",
      "checkpoints.at: must be an integer in 1..3, got 4"),
 ]

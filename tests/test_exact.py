@@ -298,6 +298,7 @@ def _branches(s: Scenario) -> float:
 
 
 # ---------------------------------------------------------------------- exact, no effects
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(scenarios())
 def test_every_path_enumerated_matches_to_1e12(s):
@@ -305,6 +306,7 @@ def test_every_path_enumerated_matches_to_1e12(s):
     _close(evaluate(s), enumerate_paths(s), 1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(scenarios(max_steps=7, max_budget=3, max_rollbacks=3))
 def test_backward_recursion_matches_to_1e12(s):
@@ -581,6 +583,7 @@ def _with(s: Scenario, table: str, **changes) -> Scenario:
     return dataclasses.replace(s, **{table: dataclasses.replace(getattr(s, table), **changes)})
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(scenarios(max_steps=4, max_budget=2, random_effects=True), st.integers(1, 2))
 def test_more_budget_never_lowers_success(s, more):

@@ -5,6 +5,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -222,6 +223,7 @@ def planning_cases(draw):
 SCAN = 400
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=80)
 @given(planning_cases())
 def test_min_retries_is_the_least_budget_of_a_scan(case):

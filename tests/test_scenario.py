@@ -99,7 +99,7 @@ def test_checkpoint_positions_merge_every_at_and_final():
 def test_dataclasses_replace_revalidates():
     s = Scenario.from_dict(BASE)
     assert dataclasses.replace(s, steps=5).steps == 5
-    with pytest.raises(ScenarioError, match="p: a list must have one value per step"):
+    with pytest.raises(ScenarioError, match="p: must be one value or a list of one value per step"):
         dataclasses.replace(s, p=(0.9, 0.9))
 
 
@@ -175,7 +175,7 @@ BAD = [
     ({**BASE, "p": -0.1}, "p", "[0, 1]"),
     ({**BASE, "p": float("nan")}, "p", "[0, 1]"),
     ({**BASE, "p": "0.9"}, "p", "[0, 1]"),
-    ({**BASE, "p": [0.9, 0.8]}, "p", "one value per step (3), got 2"),
+    ({**BASE, "p": [0.9, 0.8]}, "p", "one value per step (3), got a list of 2"),
     ({**BASE, "p": [0.9, 0.8, 1.5]}, "p[2]", "[0, 1]"),
     ({**BASE, "target": 0}, "target", "(0, 1]"),
     ({**BASE, "target": 1.5}, "target", "(0, 1]"),
@@ -184,12 +184,12 @@ BAD = [
     ({**BASE, "verifier": 0.1}, "verifier", "table"),
     ({**BASE, "verifier": {"miss": 1.1}}, "verifier.miss", "[0, 1]"),
     ({**BASE, "verifier": {"false_reject": -0.5}}, "verifier.false_reject", "[0, 1]"),
-    ({**BASE, "verifier": {"miss": [0.1]}}, "verifier.miss", "one value per step (3), got 1"),
+    ({**BASE, "verifier": {"miss": [0.1]}}, "verifier.miss", "one value per step (3), got a list of 1"),
     ({**BASE, "retries": {"per_step": 1}}, "retries", "needs a [verifier]"),
     ({**BASE, "verifier": {}, "retries": {}}, "retries", "per_step, total or both"),
     ({**BASE, "verifier": {}, "retries": {"per_step": -1}}, "retries.per_step", "integer in 0..10000"),
     ({**BASE, "verifier": {}, "retries": {"per_step": [1, 2]}}, "retries.per_step",
-     "one value per step (3), got 2"),
+     "one value per step (3), got a list of 2"),
     ({**BASE, "verifier": {}, "retries": {"total": 1.5}}, "retries.total", "integer in 0..1000000"),
     ({**BASE, "checkpoints": {"detect": 0.5}}, "checkpoints", "give every, at or final"),
     ({**BASE, "checkpoints": {"every": 5}}, "checkpoints", "every = 5 exceeds steps = 3"),
@@ -221,7 +221,7 @@ BAD = [
     ({**BASE, "correlation": {"confusion": {"enter": 0.5, "recover": 2, "factor": 0.5}}},
      "correlation.confusion.recover", "[0, 1]"),
     ({**BASE, "cost": {"attempt": -1}}, "cost.attempt", ">= 0"),
-    ({**BASE, "cost": {"attempt": [1, 2]}}, "cost.attempt", "one value per step (3), got 2"),
+    ({**BASE, "cost": {"attempt": [1, 2]}}, "cost.attempt", "one value per step (3), got a list of 2"),
     ({**BASE, "cost": {"verify": 1}}, "cost.verify", "no [verifier]"),
     ({**BASE, "cost": {"checkpoint": 1}}, "cost.checkpoint", "no [checkpoints]"),
     ({**BASE, "cost": {"rollback": 1}}, "cost.rollback", "no [checkpoints]"),
