@@ -3,7 +3,8 @@
 A scenario is read from TOML (``Scenario.from_toml``) or a dict (``Scenario.from_dict``), and
 validated wherever it is built, so ``dataclasses.replace`` on a valid scenario either gives a
 valid scenario or raises. Engines read the per-step arrays (``p_array``, ``miss_array``, ...)
-rather than the user's spelling of them. The format is docs/model.md section 4.
+rather than the user's spelling of them. The format is docs/model.md section 4 (and, for the
+time tables in ``relsim.scenario_time``, section 7).
 """
 
 from __future__ import annotations
