@@ -51,3 +51,30 @@ def test_python_dash_m_relsim_runs():
     )
     assert out.returncode == 0
     assert out.stdout.strip() == f"relsim {relsim.__version__}"
+
+
+MODEL_DOC = README.parent / "docs" / "model.md"
+SECTIONS = ["Words", "Closed forms", "One trial", "Scenario files", "Reference values",
+            "Command line", "Time"]
+
+
+def test_model_doc_has_the_seven_numbered_sections():
+    headings = re.findall(r"^## (\d+)\. (.+)$", MODEL_DOC.read_text(encoding="utf-8"), re.M)
+    assert headings == [(str(i), title) for i, title in enumerate(SECTIONS, start=1)]
+
+
+def test_citations_of_the_model_doc_name_sections_that_exist():
+    root = README.parent
+    files = [README, *root.glob("relsim/**/*.py"), *root.glob("tests/*.py")]
+    cited = set()
+    for path in files:
+        cited |= set(re.findall(r"docs/model\.md section (\d+)", path.read_text(encoding="utf-8")))
+    assert cited and cited <= {str(i) for i in range(1, len(SECTIONS) + 1)}
+
+
+def test_every_formula_is_in_the_model_doc():
+    from relsim import formulas
+
+    text = MODEL_DOC.read_text(encoding="utf-8").split("\n## 2.", 1)[1].split("\n## ", 1)[0]
+    functions = {name for name in formulas.__all__ if name[0].islower()}
+    assert functions == set(re.findall(r"^\| `(\w+)\(", text, re.M))

@@ -8,6 +8,8 @@ be compared with itself.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +50,29 @@ REFERENCE = {
     # docs/model.md R8: no verifier: every failure is silent
     "R8": ('{"steps":20,"p":0.95}', 0.358486, 0.641514, 0.0, 20.0, 20.0),
 }
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "model.md"
+
+
+def _documented_reference_rows() -> dict[str, tuple]:
+    """docs/model.md section 5's table, as (scenario dict, five numbers) per case."""
+    section = DOCS.read_text(encoding="utf-8").split("\n## 5.", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        match = re.fullmatch(r"\| (R\d) \| `(.+)` \| (.+) \|", line)
+        if match:
+            numbers = tuple(float(cell) for cell in match.group(3).split(" | "))
+            rows[match.group(1)] = (json.loads(match.group(2)), numbers)
+    return rows
+
+
+def test_the_users_documentation_holds_the_same_reference_table():
+    # docs/model.md is what users read; it must show exactly the values pinned here
+    documented = _documented_reference_rows()
+    assert sorted(documented) == sorted(REFERENCE)
+    for case, (text, *numbers) in REFERENCE.items():
+        assert documented[case] == (json.loads(text), tuple(numbers)), case
 
 
 @pytest.mark.parametrize("case", sorted(REFERENCE))
