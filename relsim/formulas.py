@@ -393,7 +393,8 @@ def pass_at_k_estimate(n: Any, c: Any, k: Any) -> Any:
     out = np.empty(n.shape)
     for index in np.ndindex(n.shape):
         log_ratio = _log_binomial_ratio(int(n[index]), int(c[index]), int(k[index]))
-        out[index] = -math.expm1(log_ratio)  # 1 when c + k > n: every k-subset holds a success
+        # 1 when c + k > n: every k-subset holds a success; + 0.0 turns -0.0 into 0.0
+        out[index] = -math.expm1(log_ratio) + 0.0
     return _out(out, scalar)
 
 

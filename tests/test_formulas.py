@@ -112,6 +112,25 @@ def test_max_miss_and_min_p_sit_on_the_ceiling():
     assert np.isnan(F.max_miss([0.0, 0.9], 25, 0.95)[0])
 
 
+def test_undefined_answers_are_none_for_scalars_and_nan_in_arrays():
+    # the module's one rule, for every function whose answer can fail to exist
+    undefined = [
+        (F.min_retries, (0.9, 25, 0.95), {"miss": 0.1}, (0.9, 25, 0.95), {"miss": [0.0, 0.1]}),
+        (F.max_miss, (0.0, 25, 0.95), {}, ([0.9, 0.0], 25, 0.95), {}),
+        (F.min_p, (25, 0.95), {"false_reject": 1.0}, (25, 0.95), {"false_reject": [0.0, 1.0]}),
+    ]
+    for function, args, kwargs, array_args, array_kwargs in undefined:
+        assert function(*args, **kwargs) is None, function.__name__
+        out = function(*array_args, **array_kwargs)
+        assert isinstance(out, np.ndarray) and np.isfinite(out[0]) and np.isnan(out[1])
+
+
+def test_estimate_of_zero_is_plus_zero():
+    # no -0.0 in results (it would print as -0.0 in JSON)
+    assert math.copysign(1.0, F.pass_at_k_estimate(5, 0, 2)) == 1.0
+    assert math.copysign(1.0, F.pass_hat_k_estimate(5, 0, 2)) == 1.0
+
+
 # ------------------------------------------------------------------- scalars and arrays
 
 
