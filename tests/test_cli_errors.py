@@ -109,6 +109,13 @@ def test_debug_flag_prints_the_traceback(monkeypatch, capsys):
     assert _lines(err)[-1] == f"relsim: internal error: ZeroDivisionError: boom {HINT}"
 
 
+def test_debug_after_the_command_works_too(monkeypatch, capsys):
+    # the hint says "run with --debug": appending it to the failing command line must work
+    monkeypatch.setattr(relsim.exact, "evaluate", _engine_raising(ZeroDivisionError("boom")))
+    assert main(["evaluate", LESSON, "--debug"]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value, traceback", [("1", True), ("yes", True), ("0", False), ("", False)])
 def test_relsim_debug_environment_variable(monkeypatch, capsys, value, traceback):
     monkeypatch.setenv("RELSIM_DEBUG", value)

@@ -62,7 +62,14 @@ def _load(module_name: str):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug is a top-level flag, but the hint of an internal error says "run with --debug":
+    # accept it after the command too (before any "--"), where a user appends it.
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    argv = [arg for i, arg in enumerate(argv) if not (i < end and arg == "--debug")]
     args = parser.parse_args(argv)
+    args.debug = debug
     try:
         return int(args.run(args))
     except BrokenPipeError:  # `relsim ... | head`: the reader left; stop quietly
