@@ -28,7 +28,7 @@ def run_json(argv, capsys):
 
 
 def test_lesson_plan_with_p(capsys):
-    # MODEL.md section 2: 25 steps, target 0.95, p = 0.9, perfect verifier -> 2 retries
+    # docs/model.md section 2: 25 steps, target 0.95, p = 0.9, perfect verifier -> 2 retries
     argv = ["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"]
     code, result, _ = run_json(argv, capsys)
     assert code == 0
@@ -47,7 +47,7 @@ def test_lesson_plan_readable(capsys):
 
 
 def test_imperfect_verifier_is_infeasible_and_says_why(capsys):
-    # MODEL.md section 2: miss = 0.1 caps a step at 0.989011 and the task at 0.758626 < 0.95
+    # docs/model.md section 2: miss = 0.1 caps a step at 0.989011 and the task at 0.758626 < 0.95
     argv = ["solve", "--steps", "25", "--target", "0.95", "--p", "0.9", "--miss", "0.1"]
     code, result, _ = run_json(argv, capsys)
     assert code == 3

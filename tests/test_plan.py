@@ -1,7 +1,7 @@
 """The planner (relsim.plan) against brute force, closed forms and the lesson's numbers.
 
 Every search is checked against an exhaustive evaluation with the exact engine (or the closed
-forms of MODEL.md section 2) that does not share the planner's search code, and the
+forms of docs/model.md section 2) that does not share the planner's search code, and the
 monotonicity each search relies on is checked on its own.
 """
 
@@ -23,6 +23,8 @@ import relsim
 from relsim import formulas
 from relsim import plan as planner
 from relsim.plan import Plan
+from relsim.plan._common import _is_chain, _success
+from relsim.plan.binding import _relaxations
 from relsim.scenario import Scenario
 
 
@@ -82,20 +84,20 @@ SMALL = {
 # ============================================================================ the lesson
 def test_lesson_perfect_verifier_needs_two_retries():
     # seeds/ exercise: 25 steps, p = 0.9, target 0.95, perfect verifier -> r = 2
-    # (MODEL.md section 2: 0.999**25 = 0.975298).
+    # (docs/model.md section 2: 0.999**25 = 0.975298).
     s = scenario(steps=25, p=0.9, verifier={"miss": 0.0})
     plan = planner.retries(s, 0.95)
     assert plan.feasible and plan.value == 2
     assert plan.success == pytest.approx(0.975298, abs=1e-6)
     assert plan.success == pytest.approx(0.999**25, rel=1e-12)
-    # MODEL.md R1 is this very design
+    # docs/model.md section 5: R1 is this very design
     assert plan.expected_cost == pytest.approx(27.419539, abs=1e-6)
     assert plan.value == formulas.min_retries(0.9, 25, 0.95)
 
 
 def test_lesson_imperfect_verifier_is_infeasible_with_its_ceiling():
     # the same with a verifier that misses 10%: the step ceiling 0.989011 caps the task at
-    # 0.758626 < 0.95 (MODEL.md section 2)
+    # 0.758626 < 0.95 (docs/model.md section 2)
     s = scenario(steps=25, p=0.9, verifier={"miss": 0.1}, target=0.95)
     plan = planner.retries(s)
     assert not plan.feasible
@@ -154,7 +156,7 @@ def test_total_equals_enumeration(name, target):
 
 
 def test_total_with_no_per_step_cap_matches_shared_budget_formula():
-    # MODEL.md: a task-wide budget with no per-step cap gives a**n * sum_j C(n-1+j, j) q**j
+    # docs/model.md section 2: a task-wide budget with no per-step cap gives a**n * sum_j C(n-1+j, j) q**j
     s = scenario(steps=10, p=0.8, verifier={"miss": 0.0})
     plan = planner.total(s, 0.9)
     n, q = 10, 0.2
@@ -215,7 +217,7 @@ def test_no_verifier_means_no_retries():
 
 @pytest.mark.parametrize("quantity", ["retries", "total", "allocation"])
 def test_no_verifier_remedy_states_what_a_perfect_verifier_buys(quantity):
-    # with a perfect verifier a step with r retries succeeds with 1 - (1 - p)**(r+1) (MODEL.md
+    # with a perfect verifier a step with r retries succeeds with 1 - (1 - p)**(r+1) (docs/model.md
     # section 2), which tends to 1: the remedy must say so, not the value at r = 1 (0.975279)
     s = scenario(steps=10, p=0.95)
     plan = planner.solve(s, quantity, 0.9)
@@ -232,7 +234,7 @@ def test_no_verifier_remedy_states_what_a_perfect_verifier_buys(quantity):
 
 def test_no_verifier_relaxation_lifts_the_ceiling_to_one():
     s = scenario(steps=10, p=0.95)
-    remedy = dict(planner._relaxations(s))["retries.per_step"]
+    remedy = dict(_relaxations(s))["retries.per_step"]
     assert remedy.verifier is not None and remedy.retries is not None
     assert evaluate(remedy).success == pytest.approx(
         (1 - 0.05 ** (remedy.retries.per_step + 1)) ** 10, abs=1e-12
@@ -275,7 +277,7 @@ def test_search_limit_is_named_when_it_binds(monkeypatch):
 
 # =============================================================================== allocation
 def chain_brute_force(s: Scenario, target: float, top: int):
-    """Least expected cost over every allocation in {0..top}^n, from MODEL.md's chain closed
+    """Least expected cost over every allocation in {0..top}^n, from docs/model.md section 2's chain closed
     forms: success = prod a_i S_i, cost = sum_i c_i S_i prod_{j<i} (1 - q_j^(r_j+1))."""
     n = s.steps
     grids = np.array(list(itertools.product(range(top + 1), repeat=n)))
@@ -692,8 +694,8 @@ def test_closed_form_fast_path_equals_engine(steps, prob, miss, false_reject, bu
         verifier={"miss": miss, "false_reject": false_reject},
         retries={"per_step": budget},
     )
-    assert planner._is_chain(s)
-    assert planner._success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
+    assert _is_chain(s)
+    assert _success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
 
 
 # ==================================================================== the Plan and its inputs
@@ -725,11 +727,14 @@ def test_plan_cost_per_success_is_infinite_at_zero_success():
 
 
 def test_plan_keeps_no_copy_of_the_json_helpers():
-    # plan.py reuses relsim.results' conversion and leaves the rest to the CLI's print_json
+    # the plan types convert with relsim.results.jsonable, the one JSON helper
     from relsim import results
+    from relsim.plan import chain, result
 
-    assert planner._finite_or_none is results._finite_or_none
-    assert not hasattr(planner, "_finite") and not hasattr(planner, "_jsonable")
+    assert result.jsonable is results.jsonable and chain.jsonable is results.jsonable
+    for module in (planner, result, chain):
+        for name in ("_finite_or_none", "_finite", "_jsonable"):
+            assert not hasattr(module, name), (module.__name__, name)
     code = "import sys, relsim.plan; print(any(m.startswith('relsim.cli') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
