@@ -23,6 +23,7 @@ import relsim
 from relsim import formulas
 from relsim import plan as planner
 from relsim.plan import Plan
+from relsim.plan import _common as plan_limits
 from relsim.plan._common import _is_chain, _success
 from relsim.plan.binding import _relaxations
 from relsim.scenario import Scenario
@@ -268,7 +269,7 @@ def test_target_one_is_met_within_the_rounding_slack():
 def test_search_limit_is_named_when_it_binds(monkeypatch):
     # p = 0.01 needs ~1400 retries per step for 0.95 over 5 steps; with a limit of 64 the
     # plan must blame the limit, not the model
-    monkeypatch.setattr(planner, "MAX_BUDGET", 64)
+    monkeypatch.setattr(plan_limits, "MAX_BUDGET", 64)
     s = scenario(steps=5, p=0.01, verifier={"miss": 0.0})
     plan = planner.retries(s, 0.95)
     assert not plan.feasible and plan.binding == "search limit"
@@ -330,7 +331,7 @@ def test_allocation_docstring_example_is_brute_force_optimum():
 def test_bucketed_allocation_brackets_the_optimum(monkeypatch):
     # force the bucketed programme: its answer is feasible, its lower bound is below the
     # brute-force optimum and its answer above, and the reported gap is their difference
-    monkeypatch.setattr(planner, "MAX_FRONT", 0)
+    monkeypatch.setattr(plan_limits, "MAX_FRONT", 0)
     s = ALLOCATION_CHAINS[2]
     best, cost = chain_brute_force(s, 0.9, 9)
     plan = planner.allocation(s, 0.9)

@@ -1,6 +1,9 @@
 """What every planner shares: the tolerances and limits, the target check, the engine call,
 the scenario transformations (one design quantity changed) and :func:`_plan`, which turns a
-chosen design into a :class:`~relsim.plan.result.Plan`."""
+chosen design into a :class:`~relsim.plan.result.Plan`.
+
+The search limits (``MAX_BUDGET``, ``MAX_TOTAL``, ``MAX_FRONT``) are read as
+``_common.<NAME>`` when a plan runs, so that one assignment here changes every planner."""
 
 from __future__ import annotations
 

@@ -10,13 +10,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from relsim import formulas
+from relsim.plan import _common
 from relsim.plan._common import (
     BRANCH_AND_BOUND_EVALUATIONS,
     BRANCH_AND_BOUND_STEPS,
     BUCKETS,
     CONVERGED,
-    MAX_BUDGET,
-    MAX_FRONT,
     POLISH_TRIALS,
     SURROGATE_BISECTIONS,
     SURROGATE_BUCKETS,
@@ -277,7 +276,7 @@ def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndar
         new_log, new_cost = new_log[keep], new_cost[keep]
         choice, parent = choice[keep], parent[keep]
         work += keep.size
-        if new_log.size == 0 or work > 100 * MAX_FRONT * n:
+        if new_log.size == 0 or work > 100 * _common.MAX_FRONT * n:
             return None
         order = np.lexsort((new_cost, -new_log))
         new_log, new_cost = new_log[order], new_cost[order]
@@ -287,7 +286,7 @@ def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndar
         log_success, cost = new_log[front], new_cost[front]
         choices.append(choice[front])
         parents.append(parent[front])
-        if len(cost) > MAX_FRONT:
+        if len(cost) > _common.MAX_FRONT:
             return None
     index = int(np.argmin(cost))
     budgets = np.empty(n, dtype=np.int64)
@@ -482,13 +481,13 @@ def _allocation_general(scenario: Scenario, goal: float) -> Plan:
         top = table.high.astype(np.int64)
 
         def success_at_extra(extra: int) -> float:
-            return float(outcome(np.minimum(top + extra, MAX_BUDGET)).success)
+            return float(outcome(np.minimum(top + extra, _common.MAX_BUDGET)).success)
 
         floor = _budget_floor(scenario)
-        extra, _, _ = _least_budget(success_at_extra, goal, floor, MAX_BUDGET)
+        extra, _, _ = _least_budget(success_at_extra, goal, floor, _common.MAX_BUDGET)
         if extra is None:  # pragma: no cover - a feasible uniform budget is below top + limit
             return _allocation_infeasible(scenario, goal)
-        budgets = np.minimum(top + extra, MAX_BUDGET)
+        budgets = np.minimum(top + extra, _common.MAX_BUDGET)
     # single-step decrements, the largest surrogate saving first (cost falls with any budget)
     rows = np.arange(n)
     inside = np.minimum(budgets, table.attempts.shape[1] - 1)

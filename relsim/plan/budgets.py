@@ -8,10 +8,9 @@ from typing import Callable
 import numpy as np
 
 from relsim.plan import diagnosis
+from relsim.plan import _common
 from relsim.plan._common import (
-    MAX_BUDGET,
     CONVERGED,
-    MAX_TOTAL,
     NEAR_CEILING,
     Plan,
     _budget_floor,
@@ -94,7 +93,7 @@ def _budget_plan(
     if scenario.verifier is None:
         return _no_verifier_plan(for_, scenario, goal, 0)
     floor = _budget_floor(scenario)
-    limit = MAX_BUDGET if for_ == "retries" else MAX_TOTAL
+    limit = _common.MAX_BUDGET if for_ == "retries" else _common.MAX_TOTAL
     if for_ == "total" and _per_step_cap(scenario) is not None:
         limit = min(limit, int(np.sum(scenario.per_step_array)))
         floor = limit
