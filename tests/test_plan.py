@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import relsim
 from relsim import formulas
 from relsim import plan as planner
+from relsim.errors import RelsimError
 from relsim.plan import Plan
 from relsim.plan import _common as plan_limits
 from relsim.plan._common import _is_chain, _success
@@ -810,3 +811,145 @@ def test_allocation_with_correlation_beyond_branch_and_bound():
     assert plan.success == evaluate(plan.scenario).success
     assert plan.expected_cost <= uniform.expected_cost
     assert plan.details["gap"] is None or plan.details["gap"] == 0.0
+
+
+# ================================================================ the closed-form chain planner
+def chain_success_by_hand(p, r, miss, false_reject, steps):
+    """docs/model.md section 2, written out: (a S_r)**n with S_r = sum_{j<=r} q**j."""
+    a = p * (1 - false_reject)
+    q = p * false_reject + (1 - p) * (1 - miss)
+    return (a * sum(q**j for j in range(r + 1))) ** steps
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 30),
+    st.floats(0.5, 0.999),
+    st.sampled_from([0.0, 0.001, 0.01, 0.05]),
+    st.sampled_from([0.0, 0.02, 0.1]),
+    st.sampled_from([0.5, 0.8, 0.9, 0.95]),
+)
+def test_plan_chain_is_the_least_budget_by_enumeration(steps, prob, miss, false_reject, target):
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(steps, target, prob, miss, false_reject)
+    reaching = [
+        r for r in range(400) if chain_success_by_hand(prob, r, miss, false_reject, steps) >= target
+    ]
+    a, w = prob * (1 - false_reject), (1 - prob) * miss
+    assert plan.ceiling == pytest.approx((a / (a + w)) ** steps, rel=1e-12)
+    if not reaching:  # far from the target, or only at the ceiling in the limit
+        assert plan.retries is None and not plan.feasible and plan.success is None
+        assert plan.ceiling <= target + 1e-9 and isinstance(plan.reason, str)
+        return
+    r = reaching[0]
+    if abs(chain_success_by_hand(prob, r, miss, false_reject, steps) - target) < 1e-12:
+        return  # a tie at rounding: either neighbour is defensible
+    assert plan.retries == r and plan.feasible and plan.reason is None
+    assert plan.success == pytest.approx(
+        chain_success_by_hand(prob, r, miss, false_reject, steps), rel=1e-12
+    )
+
+
+def test_plan_chain_lesson_values_and_the_remedies():
+    from relsim.plan.chain import plan_chain
+
+    # docs/model.md section 2: 2 retries, 0.999**25; miss 0.1 caps the task at 0.758626
+    good = plan_chain(25, 0.95, 0.9)
+    assert good.retries == 2 and good.success == pytest.approx(0.999**25, rel=1e-12)
+    assert good.required_step_success == pytest.approx(0.95 ** (1 / 25), rel=1e-12)
+    assert good.remedies == []
+    bad = plan_chain(25, 0.95, 0.9, miss=0.1)
+    assert not bad.feasible and round(bad.ceiling, 6) == 0.758626
+    assert "0.989011" in bad.reason and "whatever the retry budget" in bad.reason
+    t = 0.95 ** (1 / 25)  # a/(a+w) = t solved for miss, and for p
+    assert bad.max_miss == pytest.approx(0.9 * (1 - t) / (t * 0.1), rel=1e-12)
+    assert bad.min_p == pytest.approx(t * 0.1 / ((1 - t) + t * 0.1), rel=1e-12)
+    assert len(bad.remedies) == 2 and "1.85%" in bad.remedies[0]
+    assert "p above 0.979875" in bad.remedies[1]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((5, 0.5, 0.0), "never succeeds (p = 0)"),
+        ((5, 0.5, 0.9, 0.0, 1.0), "rejects every correct attempt"),
+        ((5, 1.0, 0.9), "only in the limit"),
+        ((5, 0.99, 0.9, 0.5), "caps each step"),
+    ],
+)
+def test_plan_chain_names_each_cause(args, words):
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(*args)
+    assert not plan.feasible and words in plan.reason
+    assert plan.remedies  # something always helps, if only a lower target
+
+
+def test_plan_chain_to_dict_keys_frame_command_and_scenario():
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(25, 0.95, 0.9, miss=0.01)
+    data = plan.to_dict()
+    assert list(data) == [
+        "steps", "target", "p", "miss", "false_reject", "required_step_success", "retries",
+        "success", "step_ceiling", "ceiling", "feasible", "max_miss", "min_p", "reason",
+    ]
+    json.dumps(data, allow_nan=False)
+    frame = plan.to_frame()
+    assert frame.shape == (1, len(data)) and frame.loc[0, "retries"] == plan.retries
+    assert plan.command() == "relsim solve --steps 25 --target 0.95 --p 0.9 --miss 0.01"
+    design = plan.to_scenario()
+    assert evaluate(design).success == pytest.approx(plan.success, abs=1e-12)
+    with pytest.raises(RelsimError, match="retries: must be"):
+        plan_chain(25, 0.95, 0.9, miss=0.1).to_scenario()
+
+
+def test_plan_chain_imports_no_scenario_and_no_engine():
+    code = (
+        "import sys, relsim.plan.chain\n"
+        "print(sorted(m for m in sys.modules if m in ('relsim.scenario', 'relsim.exact', "
+        "'relsim.plan.budgets', 'relsim.plan._common')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    # negative control: the same probe sees the scenario once a scenario planner is loaded
+    code = code.replace("relsim.plan.chain", "relsim.plan.budgets")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "relsim.scenario" in out.stdout
+
+
+def test_plan_to_frame_is_one_row_of_to_dict():
+    feasible = planner.verifier(ALLOCATION_CHAINS[0], 0.9)
+    frame = feasible.to_frame()
+    data = feasible.to_dict()
+    assert frame.shape[0] == 1
+    assert frame.loc[0, "value"] == data["value"] and frame.loc[0, "for"] == "verifier"
+    assert frame.loc[0, "details.false_reject.feasible"] == data["details"]["false_reject"][
+        "feasible"
+    ]
+    infeasible = planner.retries(scenario(steps=25, p=0.9, verifier={"miss": 0.1}), 0.95)
+    row = infeasible.to_frame().iloc[0]
+    assert row["binding"] == "verifier.miss" and row["ceiling"] == pytest.approx(0.758626, abs=1e-6)
+    allocation = planner.allocation(ALLOCATION_CHAINS[0], 0.9)
+    assert allocation.to_frame().loc[0, "value"] == list(allocation.value)
+
+
+def test_plan_modules_fit_in_a_head():
+    from pathlib import Path
+
+    folder = Path(planner.__file__).parent
+    sizes = {path.name: len(path.read_text().splitlines()) for path in folder.glob("*.py")}
+    assert len(sizes) >= 8 and max(sizes.values()) <= 800, sizes
+
+
+def test_bad_input_is_a_relsim_error_in_the_one_format():
+    s = scenario(steps=3, p=0.9, verifier={})
+    with pytest.raises(RelsimError, match=r"^for: must be one of retries, .*, got 'budget'$"):
+        planner.solve(s, "budget", 0.9)
+    with pytest.raises(RelsimError, match=r"^target: must be a number in \(0, 1\], got 1.5$"):
+        planner.retries(s, 1.5)
+    with pytest.raises(RelsimError, match=r"^checkpoints: must be a \[checkpoints\] table"):
+        planner.checkpoints(s, 0.9)
+    with pytest.raises(RelsimError, match=r"^scenario: must be a Scenario"):
+        planner.p({"steps": 3}, 0.9)
