@@ -237,3 +237,14 @@ def test_table_json_is_p_to_the_n(capsys):
     assert result["p"] == [0.5, 0.9] and result["steps"] == [1, 3, 40]
     for p, row in zip(result["p"], result["success"]):
         assert row == pytest.approx([p**n for n in result["steps"]], rel=1e-14)
+
+
+def test_flag_form_prints_the_one_chain_planner(capsys):
+    # one chain planner: the flag form prints relsim.plan.chain's plan, keeping no copy
+    import relsim.cli.solve as solve_command
+    from relsim.plan.chain import plan_chain
+
+    argv = ["solve", "--steps", "12", "--target", "0.9", "--p", "0.8", "--miss", "0.01"]
+    code, result, _ = run_json(argv, capsys)
+    assert code == 0 and result == plan_chain(12, 0.9, 0.8, miss=0.01).to_dict()
+    assert not hasattr(solve_command, "_reason") and not hasattr(solve_command, "_remedies")
