@@ -62,7 +62,7 @@ def run_json(capsys, argv):
 
 
 def test_retries_json_for_the_lesson(lesson, capsys):
-    # the lesson's exercise: 2 retries with a perfect verifier (MODEL.md: 0.999**25 = 0.975298)
+    # the lesson's exercise: 2 retries with a perfect verifier (docs/model.md section 2: 0.999**25 = 0.975298)
     code, out, err = run_json(capsys, ["solve", lesson(0.0), "--for", "retries", "--json"])
     assert code == EXIT_OK and err == ""
     assert out["for"] == "retries" and out["value"] == 2 and out["feasible"] is True
@@ -143,7 +143,7 @@ def test_run_scenario_with_a_namespace(lesson, capsys):
     args = argparse.Namespace(scenario=lesson(0.0), for_="p", target=None, json=True)
     assert run_scenario(args) == EXIT_OK
     out = json.loads(capsys.readouterr().out)
-    # no retries: p**25 >= 0.95, so p = 0.95**(1/25) = 0.997950 (MODEL.md section 2)
+    # no retries: p**25 >= 0.95, so p = 0.95**(1/25) = 0.997950 (docs/model.md section 2)
     assert out["value"] == pytest.approx(0.997950, abs=1e-6)
 
 

@@ -28,7 +28,7 @@ def run_json(argv, capsys):
 
 
 def test_lesson_plan_with_p(capsys):
-    # MODEL.md section 2: 25 steps, target 0.95, p = 0.9, perfect verifier -> 2 retries
+    # docs/model.md section 2: 25 steps, target 0.95, p = 0.9, perfect verifier -> 2 retries
     argv = ["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"]
     code, result, _ = run_json(argv, capsys)
     assert code == 0
@@ -47,7 +47,7 @@ def test_lesson_plan_readable(capsys):
 
 
 def test_imperfect_verifier_is_infeasible_and_says_why(capsys):
-    # MODEL.md section 2: miss = 0.1 caps a step at 0.989011 and the task at 0.758626 < 0.95
+    # docs/model.md section 2: miss = 0.1 caps a step at 0.989011 and the task at 0.758626 < 0.95
     argv = ["solve", "--steps", "25", "--target", "0.95", "--p", "0.9", "--miss", "0.1"]
     code, result, _ = run_json(argv, capsys)
     assert code == 3
@@ -237,3 +237,14 @@ def test_table_json_is_p_to_the_n(capsys):
     assert result["p"] == [0.5, 0.9] and result["steps"] == [1, 3, 40]
     for p, row in zip(result["p"], result["success"]):
         assert row == pytest.approx([p**n for n in result["steps"]], rel=1e-14)
+
+
+def test_flag_form_prints_the_one_chain_planner(capsys):
+    # one chain planner: the flag form prints relsim.plan.chain's plan, keeping no copy
+    import relsim.cli.solve as solve_command
+    from relsim.plan.chain import plan_chain
+
+    argv = ["solve", "--steps", "12", "--target", "0.9", "--p", "0.8", "--miss", "0.01"]
+    code, result, _ = run_json(argv, capsys)
+    assert code == 0 and result == plan_chain(12, 0.9, 0.8, miss=0.01).to_dict()
+    assert not hasattr(solve_command, "_reason") and not hasattr(solve_command, "_remedies")

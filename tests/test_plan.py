@@ -1,7 +1,7 @@
 """The planner (relsim.plan) against brute force, closed forms and the lesson's numbers.
 
 Every search is checked against an exhaustive evaluation with the exact engine (or the closed
-forms of MODEL.md section 2) that does not share the planner's search code, and the
+forms of docs/model.md section 2) that does not share the planner's search code, and the
 monotonicity each search relies on is checked on its own.
 """
 
@@ -22,7 +22,11 @@ from hypothesis import strategies as st
 import relsim
 from relsim import formulas
 from relsim import plan as planner
+from relsim.errors import RelsimError
 from relsim.plan import Plan
+from relsim.plan import _common as plan_limits
+from relsim.plan._common import _is_chain, _success
+from relsim.plan.binding import _relaxations
 from relsim.scenario import Scenario
 
 
@@ -82,20 +86,20 @@ SMALL = {
 # ============================================================================ the lesson
 def test_lesson_perfect_verifier_needs_two_retries():
     # seeds/ exercise: 25 steps, p = 0.9, target 0.95, perfect verifier -> r = 2
-    # (MODEL.md section 2: 0.999**25 = 0.975298).
+    # (docs/model.md section 2: 0.999**25 = 0.975298).
     s = scenario(steps=25, p=0.9, verifier={"miss": 0.0})
     plan = planner.retries(s, 0.95)
     assert plan.feasible and plan.value == 2
     assert plan.success == pytest.approx(0.975298, abs=1e-6)
     assert plan.success == pytest.approx(0.999**25, rel=1e-12)
-    # MODEL.md R1 is this very design
+    # docs/model.md section 5: R1 is this very design
     assert plan.expected_cost == pytest.approx(27.419539, abs=1e-6)
     assert plan.value == formulas.min_retries(0.9, 25, 0.95)
 
 
 def test_lesson_imperfect_verifier_is_infeasible_with_its_ceiling():
     # the same with a verifier that misses 10%: the step ceiling 0.989011 caps the task at
-    # 0.758626 < 0.95 (MODEL.md section 2)
+    # 0.758626 < 0.95 (docs/model.md section 2)
     s = scenario(steps=25, p=0.9, verifier={"miss": 0.1}, target=0.95)
     plan = planner.retries(s)
     assert not plan.feasible
@@ -154,7 +158,7 @@ def test_total_equals_enumeration(name, target):
 
 
 def test_total_with_no_per_step_cap_matches_shared_budget_formula():
-    # MODEL.md: a task-wide budget with no per-step cap gives a**n * sum_j C(n-1+j, j) q**j
+    # docs/model.md section 2: a task-wide budget with no per-step cap gives a**n * sum_j C(n-1+j, j) q**j
     s = scenario(steps=10, p=0.8, verifier={"miss": 0.0})
     plan = planner.total(s, 0.9)
     n, q = 10, 0.2
@@ -215,7 +219,7 @@ def test_no_verifier_means_no_retries():
 
 @pytest.mark.parametrize("quantity", ["retries", "total", "allocation"])
 def test_no_verifier_remedy_states_what_a_perfect_verifier_buys(quantity):
-    # with a perfect verifier a step with r retries succeeds with 1 - (1 - p)**(r+1) (MODEL.md
+    # with a perfect verifier a step with r retries succeeds with 1 - (1 - p)**(r+1) (docs/model.md
     # section 2), which tends to 1: the remedy must say so, not the value at r = 1 (0.975279)
     s = scenario(steps=10, p=0.95)
     plan = planner.solve(s, quantity, 0.9)
@@ -232,7 +236,7 @@ def test_no_verifier_remedy_states_what_a_perfect_verifier_buys(quantity):
 
 def test_no_verifier_relaxation_lifts_the_ceiling_to_one():
     s = scenario(steps=10, p=0.95)
-    remedy = dict(planner._relaxations(s))["retries.per_step"]
+    remedy = dict(_relaxations(s))["retries.per_step"]
     assert remedy.verifier is not None and remedy.retries is not None
     assert evaluate(remedy).success == pytest.approx(
         (1 - 0.05 ** (remedy.retries.per_step + 1)) ** 10, abs=1e-12
@@ -266,7 +270,7 @@ def test_target_one_is_met_within_the_rounding_slack():
 def test_search_limit_is_named_when_it_binds(monkeypatch):
     # p = 0.01 needs ~1400 retries per step for 0.95 over 5 steps; with a limit of 64 the
     # plan must blame the limit, not the model
-    monkeypatch.setattr(planner, "MAX_BUDGET", 64)
+    monkeypatch.setattr(plan_limits, "MAX_BUDGET", 64)
     s = scenario(steps=5, p=0.01, verifier={"miss": 0.0})
     plan = planner.retries(s, 0.95)
     assert not plan.feasible and plan.binding == "search limit"
@@ -275,7 +279,7 @@ def test_search_limit_is_named_when_it_binds(monkeypatch):
 
 # =============================================================================== allocation
 def chain_brute_force(s: Scenario, target: float, top: int):
-    """Least expected cost over every allocation in {0..top}^n, from MODEL.md's chain closed
+    """Least expected cost over every allocation in {0..top}^n, from docs/model.md section 2's chain closed
     forms: success = prod a_i S_i, cost = sum_i c_i S_i prod_{j<i} (1 - q_j^(r_j+1))."""
     n = s.steps
     grids = np.array(list(itertools.product(range(top + 1), repeat=n)))
@@ -328,7 +332,7 @@ def test_allocation_docstring_example_is_brute_force_optimum():
 def test_bucketed_allocation_brackets_the_optimum(monkeypatch):
     # force the bucketed programme: its answer is feasible, its lower bound is below the
     # brute-force optimum and its answer above, and the reported gap is their difference
-    monkeypatch.setattr(planner, "MAX_FRONT", 0)
+    monkeypatch.setattr(plan_limits, "MAX_FRONT", 0)
     s = ALLOCATION_CHAINS[2]
     best, cost = chain_brute_force(s, 0.9, 9)
     plan = planner.allocation(s, 0.9)
@@ -692,8 +696,8 @@ def test_closed_form_fast_path_equals_engine(steps, prob, miss, false_reject, bu
         verifier={"miss": miss, "false_reject": false_reject},
         retries={"per_step": budget},
     )
-    assert planner._is_chain(s)
-    assert planner._success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
+    assert _is_chain(s)
+    assert _success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
 
 
 # ==================================================================== the Plan and its inputs
@@ -725,11 +729,14 @@ def test_plan_cost_per_success_is_infinite_at_zero_success():
 
 
 def test_plan_keeps_no_copy_of_the_json_helpers():
-    # plan.py reuses relsim.results' conversion and leaves the rest to the CLI's print_json
+    # the plan types convert with relsim.results.jsonable, the one JSON helper
     from relsim import results
+    from relsim.plan import chain, result
 
-    assert planner._finite_or_none is results._finite_or_none
-    assert not hasattr(planner, "_finite") and not hasattr(planner, "_jsonable")
+    assert result.jsonable is results.jsonable and chain.jsonable is results.jsonable
+    for module in (planner, result, chain):
+        for name in ("_finite_or_none", "_finite", "_jsonable"):
+            assert not hasattr(module, name), (module.__name__, name)
     code = "import sys, relsim.plan; print(any(m.startswith('relsim.cli') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -804,3 +811,145 @@ def test_allocation_with_correlation_beyond_branch_and_bound():
     assert plan.success == evaluate(plan.scenario).success
     assert plan.expected_cost <= uniform.expected_cost
     assert plan.details["gap"] is None or plan.details["gap"] == 0.0
+
+
+# ================================================================ the closed-form chain planner
+def chain_success_by_hand(p, r, miss, false_reject, steps):
+    """docs/model.md section 2, written out: (a S_r)**n with S_r = sum_{j<=r} q**j."""
+    a = p * (1 - false_reject)
+    q = p * false_reject + (1 - p) * (1 - miss)
+    return (a * sum(q**j for j in range(r + 1))) ** steps
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 30),
+    st.floats(0.5, 0.999),
+    st.sampled_from([0.0, 0.001, 0.01, 0.05]),
+    st.sampled_from([0.0, 0.02, 0.1]),
+    st.sampled_from([0.5, 0.8, 0.9, 0.95]),
+)
+def test_plan_chain_is_the_least_budget_by_enumeration(steps, prob, miss, false_reject, target):
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(steps, target, prob, miss, false_reject)
+    reaching = [
+        r for r in range(400) if chain_success_by_hand(prob, r, miss, false_reject, steps) >= target
+    ]
+    a, w = prob * (1 - false_reject), (1 - prob) * miss
+    assert plan.ceiling == pytest.approx((a / (a + w)) ** steps, rel=1e-12)
+    if not reaching:  # far from the target, or only at the ceiling in the limit
+        assert plan.retries is None and not plan.feasible and plan.success is None
+        assert plan.ceiling <= target + 1e-9 and isinstance(plan.reason, str)
+        return
+    r = reaching[0]
+    if abs(chain_success_by_hand(prob, r, miss, false_reject, steps) - target) < 1e-12:
+        return  # a tie at rounding: either neighbour is defensible
+    assert plan.retries == r and plan.feasible and plan.reason is None
+    assert plan.success == pytest.approx(
+        chain_success_by_hand(prob, r, miss, false_reject, steps), rel=1e-12
+    )
+
+
+def test_plan_chain_lesson_values_and_the_remedies():
+    from relsim.plan.chain import plan_chain
+
+    # docs/model.md section 2: 2 retries, 0.999**25; miss 0.1 caps the task at 0.758626
+    good = plan_chain(25, 0.95, 0.9)
+    assert good.retries == 2 and good.success == pytest.approx(0.999**25, rel=1e-12)
+    assert good.required_step_success == pytest.approx(0.95 ** (1 / 25), rel=1e-12)
+    assert good.remedies == []
+    bad = plan_chain(25, 0.95, 0.9, miss=0.1)
+    assert not bad.feasible and round(bad.ceiling, 6) == 0.758626
+    assert "0.989011" in bad.reason and "whatever the retry budget" in bad.reason
+    t = 0.95 ** (1 / 25)  # a/(a+w) = t solved for miss, and for p
+    assert bad.max_miss == pytest.approx(0.9 * (1 - t) / (t * 0.1), rel=1e-12)
+    assert bad.min_p == pytest.approx(t * 0.1 / ((1 - t) + t * 0.1), rel=1e-12)
+    assert len(bad.remedies) == 2 and "1.85%" in bad.remedies[0]
+    assert "p above 0.979875" in bad.remedies[1]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((5, 0.5, 0.0), "never succeeds (p = 0)"),
+        ((5, 0.5, 0.9, 0.0, 1.0), "rejects every correct attempt"),
+        ((5, 1.0, 0.9), "only in the limit"),
+        ((5, 0.99, 0.9, 0.5), "caps each step"),
+    ],
+)
+def test_plan_chain_names_each_cause(args, words):
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(*args)
+    assert not plan.feasible and words in plan.reason
+    assert plan.remedies  # something always helps, if only a lower target
+
+
+def test_plan_chain_to_dict_keys_frame_command_and_scenario():
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(25, 0.95, 0.9, miss=0.01)
+    data = plan.to_dict()
+    assert list(data) == [
+        "steps", "target", "p", "miss", "false_reject", "required_step_success", "retries",
+        "success", "step_ceiling", "ceiling", "feasible", "max_miss", "min_p", "reason",
+    ]
+    json.dumps(data, allow_nan=False)
+    frame = plan.to_frame()
+    assert frame.shape == (1, len(data)) and frame.loc[0, "retries"] == plan.retries
+    assert plan.command() == "relsim solve --steps 25 --target 0.95 --p 0.9 --miss 0.01"
+    design = plan.to_scenario()
+    assert evaluate(design).success == pytest.approx(plan.success, abs=1e-12)
+    with pytest.raises(RelsimError, match="retries: must be"):
+        plan_chain(25, 0.95, 0.9, miss=0.1).to_scenario()
+
+
+def test_plan_chain_imports_no_scenario_and_no_engine():
+    code = (
+        "import sys, relsim.plan.chain\n"
+        "print(sorted(m for m in sys.modules if m in ('relsim.scenario', 'relsim.exact', "
+        "'relsim.plan.budgets', 'relsim.plan._common')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    # negative control: the same probe sees the scenario once a scenario planner is loaded
+    code = code.replace("relsim.plan.chain", "relsim.plan.budgets")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "relsim.scenario" in out.stdout
+
+
+def test_plan_to_frame_is_one_row_of_to_dict():
+    feasible = planner.verifier(ALLOCATION_CHAINS[0], 0.9)
+    frame = feasible.to_frame()
+    data = feasible.to_dict()
+    assert frame.shape[0] == 1
+    assert frame.loc[0, "value"] == data["value"] and frame.loc[0, "for"] == "verifier"
+    assert frame.loc[0, "details.false_reject.feasible"] == data["details"]["false_reject"][
+        "feasible"
+    ]
+    infeasible = planner.retries(scenario(steps=25, p=0.9, verifier={"miss": 0.1}), 0.95)
+    row = infeasible.to_frame().iloc[0]
+    assert row["binding"] == "verifier.miss" and row["ceiling"] == pytest.approx(0.758626, abs=1e-6)
+    allocation = planner.allocation(ALLOCATION_CHAINS[0], 0.9)
+    assert allocation.to_frame().loc[0, "value"] == list(allocation.value)
+
+
+def test_plan_modules_fit_in_a_head():
+    from pathlib import Path
+
+    folder = Path(planner.__file__).parent
+    sizes = {path.name: len(path.read_text().splitlines()) for path in folder.glob("*.py")}
+    assert len(sizes) >= 8 and max(sizes.values()) <= 800, sizes
+
+
+def test_bad_input_is_a_relsim_error_in_the_one_format():
+    s = scenario(steps=3, p=0.9, verifier={})
+    with pytest.raises(RelsimError, match=r"^for: must be one of retries, .*, got 'budget'$"):
+        planner.solve(s, "budget", 0.9)
+    with pytest.raises(RelsimError, match=r"^target: must be a number in \(0, 1\], got 1.5$"):
+        planner.retries(s, 1.5)
+    with pytest.raises(RelsimError, match=r"^checkpoints: must be a \[checkpoints\] table"):
+        planner.checkpoints(s, 0.9)
+    with pytest.raises(RelsimError, match=r"^scenario: must be a Scenario"):
+        planner.p({"steps": 3}, 0.9)

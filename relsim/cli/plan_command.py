@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json
+from relsim.errors import RelsimError, invalid
 
 #: What each ``--for`` plans, for the readable output.
 _WHAT = {
@@ -29,29 +30,27 @@ def run_scenario(args: argparse.Namespace) -> int:
 
     Reads ``args.scenario`` (a path), ``args.for_`` (one of :data:`relsim.plan.QUANTITIES`),
     ``args.target`` (None: the scenario's ``target``) and ``args.json``. Bad input raises
-    ValueError (the frame prints it and exits 2).
+    :class:`relsim.errors.RelsimError` (the frame prints it and exits 2).
     """
     from relsim import plan as planner
     from relsim.scenario import Scenario
 
     for_ = getattr(args, "for_", None)
-    if for_ is None:
-        raise ValueError(f"--for: give one of {', '.join(planner.QUANTITIES)}")
     if for_ not in planner.QUANTITIES:
-        raise ValueError(f"--for: must be one of {', '.join(planner.QUANTITIES)}, got {for_!r}")
+        raise invalid("--for", f"one of {', '.join(planner.QUANTITIES)}", for_)
     scenario = Scenario.from_toml(args.scenario)
     target = getattr(args, "target", None)
     if target is None:
         target = scenario.target
     if target is None:
-        raise ValueError(
-            f"--target: give a target in (0, 1]; {args.scenario} sets no 'target' either"
+        raise RelsimError(
+            f"--target: must be a number in (0, 1]; {args.scenario} sets no 'target' either"
         )
     try:
         result = planner.solve(scenario, for_, target)
-    except ValueError as error:
+    except RelsimError as error:
         if for_ == "checkpoints" and str(error).startswith("checkpoints:"):
-            raise ValueError(f"{args.scenario}: {error}") from None
+            raise RelsimError(f"{args.scenario}: {error}") from None
         raise
     if getattr(args, "json", False):
         print_json(result.to_dict())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relsim.cli._args import (
     EXIT_INFEASIBLE,
@@ -27,12 +27,18 @@ from relsim.cli._args import (
     probability,
     target,
 )
+from relsim.errors import RelsimError, invalid
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relsim.plan.chain import ChainPlan
 
 FOR_CHOICES = ("retries", "total", "allocation", "verifier", "p", "checkpoints")
 #: The ``p`` grid of the table printed without ``--p``.
 P_GRID = (0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99, 0.995, 0.999)
 _FLAG_ONLY = (("steps", "--steps"), ("p", "--p"), ("miss", "--miss"),
               ("false_reject", "--false-reject"), ("validate", "--validate"), ("seed", "--seed"))
+#: The keys of one row of the grid (the flag form without ``--p``).
+_ROW_KEYS = ("p", "retries", "success", "step_ceiling", "ceiling", "feasible", "max_miss")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -79,48 +85,49 @@ def run(args: argparse.Namespace) -> int:
     if args.scenario is not None:
         return _run_scenario(args)
     if args.for_ is not None:
-        raise ValueError(
-            "--for plans a scenario file: give one, as in 'relsim solve design.toml --for "
+        raise RelsimError(
+            "--for: plans a scenario file: give one, as in 'relsim solve design.toml --for "
             f"{args.for_}'"
         )
     if args.steps is None:
-        raise ValueError("--steps is required (an integer >= 1), or give a SCENARIO file")
+        raise RelsimError("--steps: must be given (an integer >= 1), or give a SCENARIO file")
     if args.target is None:
-        raise ValueError("--target is required (a number in (0, 1])")
+        raise RelsimError("--target: must be given (a number in (0, 1])")
     if args.seed is not None and args.validate is None:
-        raise ValueError("--seed is the seed of --validate's simulation: give --validate N too")
+        raise RelsimError("--seed: is the seed of --validate's simulation: give --validate N too")
     miss = 0.0 if args.miss is None else args.miss
     false_reject = 0.0 if args.false_reject is None else args.false_reject
     if args.p is None:
         if args.validate is not None:
-            raise ValueError("--validate needs --p: it simulates one planned design")
+            raise RelsimError("--validate: needs --p: it simulates one planned design")
         result = solve_grid(args.steps, args.target, miss, false_reject)
         if args.json:
             print_json(result)
         else:
             _print_grid(result)
         return EXIT_OK
-    result = solve_one(args.steps, args.target, args.p, miss, false_reject)
+    from relsim.plan.chain import plan_chain
+
+    plan = plan_chain(args.steps, args.target, args.p, miss, false_reject)
+    result = plan.to_dict()
     if args.validate is not None:  # an infeasible plan has no design to simulate: null
-        feasible = result["feasible"]
-        result["validation"] = validate(result, args.validate, args.seed) if feasible else None
+        result["validation"] = validate(plan, args.validate, args.seed) if plan.feasible else None
     if args.json:
         print_json(result)
     else:
-        _print_one(result)
-    return EXIT_OK if result["feasible"] else EXIT_INFEASIBLE
+        _print_one(result, plan.remedies)
+    return EXIT_OK if plan.feasible else EXIT_INFEASIBLE
 
 
 def _run_scenario(args: argparse.Namespace) -> int:
     given = [flag for dest, flag in _FLAG_ONLY if getattr(args, dest) is not None]
     if given:
-        raise ValueError(
+        raise RelsimError(
             f"{', '.join(given)}: not allowed with a SCENARIO file (the file gives the design); "
             "use either 'relsim solve SCENARIO --for WHAT' or the flag form"
         )
     if args.for_ is None:
-        choices = ", ".join(FOR_CHOICES)
-        raise ValueError(f"--for is required with a SCENARIO file: one of {choices}")
+        raise invalid("--for", f"one of {', '.join(FOR_CHOICES)} with a SCENARIO file", None)
     from relsim.cli.plan_command import run_scenario
 
     return run_scenario(args)
@@ -128,117 +135,40 @@ def _run_scenario(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------ planning
 def solve_one(steps: int, target: float, p: float, miss: float, false_reject: float) -> dict:
-    """The flag form's plan for one ``p``: a JSON-ready dict (see the README for the keys)."""
-    from relsim import formulas
+    """The flag form's plan for one ``p``, JSON-ready: :func:`relsim.plan.chain.plan_chain`'s
+    :meth:`~relsim.plan.chain.ChainPlan.to_dict` (see the README for the keys)."""
+    from relsim.plan.chain import plan_chain
 
-    retries = formulas.min_retries(p, steps, target, miss, false_reject)
-    step_ceiling = formulas.verified_ceiling(p, miss, false_reject)
-    ceiling = formulas.compound(step_ceiling, steps)
-    feasible = retries is not None
-    success = None
-    if feasible:
-        success = formulas.compound(
-            formulas.verified_step(p, retries, miss, false_reject).success, steps
-        )
-    result = {
-        "steps": steps,
-        "target": target,
-        "p": p,
-        "miss": miss,
-        "false_reject": false_reject,
-        "required_step_success": formulas.required_step_success(target, steps),
-        "retries": retries,
-        "success": success,
-        "step_ceiling": step_ceiling,
-        "ceiling": ceiling,
-        "feasible": feasible,
-        "max_miss": formulas.max_miss(p, steps, target, false_reject),
-        "min_p": formulas.min_p(steps, target, miss, false_reject),
-        "reason": None,
-    }
-    if not feasible:
-        result["reason"] = _reason(result)
-    return result
+    return plan_chain(steps, target, p, miss, false_reject).to_dict()
 
 
 def solve_grid(steps: int, target: float, miss: float, false_reject: float) -> dict:
     """The flag form without ``--p``: one row per ``p`` of :data:`P_GRID`."""
-    from relsim import formulas
+    from relsim.plan.chain import plan_chain
 
-    rows = []
-    for p in P_GRID:
-        one = solve_one(steps, target, p, miss, false_reject)
-        rows.append({key: one[key] for key in (
-            "p", "retries", "success", "step_ceiling", "ceiling", "feasible", "max_miss")})
+    plans = [plan_chain(steps, target, p, miss, false_reject) for p in P_GRID]
+    rows = [
+        {key: one[key] for key in _ROW_KEYS} for one in (plan.to_dict() for plan in plans)
+    ]
+    first = plans[0]  # the keys that do not depend on p
     return {
         "steps": steps,
         "target": target,
         "miss": miss,
         "false_reject": false_reject,
-        "required_step_success": formulas.required_step_success(target, steps),
-        "min_p": formulas.min_p(steps, target, miss, false_reject),
+        "required_step_success": first.required_step_success,
+        "min_p": first.min_p,
         "rows": rows,
     }
 
 
-def _reason(result: dict) -> str:
-    step_ceiling, ceiling = result["step_ceiling"], result["ceiling"]
-    steps, target = result["steps"], result["target"]
-    if result["p"] == 0.0:
-        return "the agent never succeeds (p = 0): no verifier or retry budget can help"
-    if result["false_reject"] == 1.0:
-        return "the verifier rejects every correct attempt (false_reject = 1), so no step succeeds"
-    if ceiling < target:
-        return (
-            f"the verifier caps each step at {step_ceiling:.6f} (it accepts wrong attempts "
-            f"with miss = {result['miss']:g} and rejects correct ones with false_reject = "
-            f"{result['false_reject']:g}), so {steps} steps reach at most {ceiling:.6f} < "
-            f"{target:g} whatever the retry budget"
-        )
-    return (
-        f"{steps} steps reach at most {ceiling:.6f} = the target {target:g} only in the limit "
-        "of unlimited retries; no finite budget reaches it"
-    )
-
-
-def _remedies(result: dict) -> list[str]:
-    """What would make an infeasible target reachable, in words."""
-    if result["target"] == 1.0:
-        return ["certainty: every attempt correct and accepted (p = 1, false_reject = 0); "
-                "or a target below 1"]
-    if result["ceiling"] >= result["target"]:  # exactly at the ceiling: only the limit reaches it
-        return ["a verifier that misses less, a better agent, or a slightly lower target"]
-    lines = []
-    if result["max_miss"] is not None and result["max_miss"] > 0:
-        lines.append(
-            f"a verifier that misses under {100 * result['max_miss']:.3g}% of wrong attempts "
-            f"(miss < {result['max_miss']:.6g} at p = {result['p']:g}, false_reject = "
-            f"{result['false_reject']:g})"
-        )
-    if result["min_p"] is not None and result["min_p"] < 1:
-        lines.append(
-            f"an agent with p above {result['min_p']:.6g} per attempt "
-            f"(at miss = {result['miss']:g}, false_reject = {result['false_reject']:g})"
-        )
-    if result["false_reject"] == 1.0:
-        lines.append("a verifier that accepts correct attempts (false_reject 1 rejects them all)")
-    return lines
-
-
-def validate(result: dict, trials: int, seed: int | None) -> dict:
+def validate(plan: "ChainPlan", trials: int, seed: int | None) -> dict:
     """Simulate the planned design and compare its success with the exact one (a z-score)."""
     import relsim
-    from relsim.scenario import Retries, Scenario, Verifier
 
-    scenario = Scenario(
-        steps=result["steps"],
-        p=result["p"],
-        verifier=Verifier(miss=result["miss"], false_reject=result["false_reject"]),
-        retries=Retries(per_step=result["retries"]),
-    )
-    outcome = relsim.simulate(scenario, trials=trials, seed=seed)
+    outcome = relsim.simulate(plan.to_scenario(), trials=trials, seed=seed)
     se = float(outcome.standard_errors["success"])
-    difference = float(outcome.success) - result["success"]
+    difference = float(outcome.success) - plan.success
     if se > 0:
         z = difference / se
     else:  # every trial alike: agreement is exact or not at all
@@ -265,7 +195,7 @@ def _print_header(result: dict) -> None:
     print(f"verifier: miss {result['miss']:g}, false_reject {result['false_reject']:g}")
 
 
-def _print_one(result: dict) -> None:
+def _print_one(result: dict, remedies: list[str]) -> None:
     _print_header(result)
     rows = [
         ("p", f"{result['p']:g}"),
@@ -281,7 +211,7 @@ def _print_one(result: dict) -> None:
     if not result["feasible"]:
         print(f"infeasible: {result['reason']}.")
         print("reachable with enough retries given any of:")
-        for line in _remedies(result):
+        for line in remedies:
             print(f"  - {line}")
     validation = result.get("validation", False)
     if validation is None:

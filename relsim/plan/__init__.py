@@ -1,0 +1,106 @@
+"""Planning: what must change for a scenario to reach a reliability target, and at what cost.
+
+Each planner takes any :class:`~relsim.scenario.Scenario`, varies one design quantity, judges
+every candidate with the exact engine (:func:`relsim.evaluate`) and returns a :class:`Plan`:
+
+============  ===========================================================================
+``for``       the quantity planned
+============  ===========================================================================
+retries       the least uniform per-step retry budget ``r`` (the task-wide cap is kept)
+total         the least task-wide budget ``B`` (the per-step cap is kept; none if unset)
+allocation    per-step budgets ``r_i`` of least expected cost
+verifier      the largest ``miss`` (and, separately, the largest ``false_reject``)
+p             the least uniform per-attempt success ``p``
+checkpoints   the spacing ``every = k`` of least expected cost
+============  ===========================================================================
+
+A plan is feasible when the exact success is at least ``target - 1e-12`` (the slack absorbs
+rounding only). When no value reaches the target, the plan says so (``feasible=False``), gives
+the ceiling (the best success the planned quantity can buy), the constraint that binds and the
+reason in words, and its ``value`` is the nearest design: the one that comes closest.
+
+A scenario with no correlation, no checkpoints and no task-wide budget is a chain of
+independent verified steps; the searches then use the closed form
+:func:`relsim.formulas.verified_chain` instead of the engine (they agree to rounding), and the
+final numbers of every plan come from the engine.
+
+:func:`relsim.plan.chain.plan_chain` is the closed-form planner of a chain of identical
+verified steps (``relsim solve --steps N --target T --p P``): no scenario, no engine, numpy
+only, and a :class:`~relsim.plan.chain.ChainPlan`.
+
+Names. The planners are named by the quantity they plan, as ``relsim solve --for`` names it
+(``plan.retries``, ``plan.p``, ``plan.verifier``), take any scenario and return a
+:class:`Plan`. The closed forms of :mod:`relsim.formulas` are named by the number they return
+for a chain of identical steps: ``formulas.min_retries`` (what ``plan.retries`` finds for such
+a chain), ``formulas.min_p`` and ``formulas.max_miss`` (the infimum of ``p`` and the supremum
+of ``miss`` at which *unlimited* retries reach the target, where ``plan.p`` and
+``plan.verifier`` keep the scenario's budgets). :class:`~relsim.plan.chain.ChainPlan` reports
+the closed forms, so its fields carry the formulas' names (``retries``, ``min_p``,
+``max_miss``).
+
+Where things are (modules are named apart from the planners, so that importing one never
+shadows a function of this namespace): ``chain`` (the closed-form chain planner), ``budgets``
+(:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
+(:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``search`` (the search methods),
+``binding`` (which constraint binds), ``diagnosis`` (the reasons and remedies as message
+templates keyed by cause), ``result`` (:class:`Plan`) and ``_common`` (tolerances, limits,
+scenario transformations). Submodules load on first use, so ``relsim solve`` in flag form
+imports only the chain planner.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relsim.plan.result import Plan
+    from relsim.scenario import Scenario
+
+# public name -> module that defines it
+_EXPORTS = {
+    "QUANTITIES": "relsim.plan.result",
+    "Plan": "relsim.plan.result",
+    "retries": "relsim.plan.budgets",
+    "total": "relsim.plan.budgets",
+    "allocation": "relsim.plan.allocate",
+    "verifier": "relsim.plan.rates",
+    "p": "relsim.plan.rates",
+    "checkpoints": "relsim.plan.spacing",
+    "ChainPlan": "relsim.plan.chain",
+    "plan_chain": "relsim.plan.chain",
+}
+
+__all__ = sorted([*_EXPORTS, "solve"])
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'relsim.plan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def solve(scenario: "Scenario", for_: str, target: float | None = None) -> "Plan":
+    """Plan ``for_`` (one of :data:`QUANTITIES`) for ``scenario``.
+
+    Examples
+    --------
+    >>> from relsim.scenario import Scenario
+    >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}})
+    >>> solve(s, "retries", target=0.95).value
+    2
+    """
+    from relsim.errors import invalid
+    from relsim.plan.result import QUANTITIES
+
+    if for_ not in QUANTITIES:
+        raise invalid("for", f"one of {', '.join(QUANTITIES)}", for_)
+    planner = getattr(importlib.import_module(_EXPORTS[for_]), for_)
+    return planner(scenario, target)

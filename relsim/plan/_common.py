@@ -1,0 +1,194 @@
+"""What every planner shares: the tolerances and limits, the target check, the engine call,
+the scenario transformations (one design quantity changed) and :func:`_plan`, which turns a
+chosen design into a :class:`~relsim.plan.result.Plan`.
+
+The search limits (``MAX_BUDGET``, ``MAX_TOTAL``, ``MAX_FRONT``) are read as
+``_common.<NAME>`` when a plan runs, so that one assignment here changes every planner."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relsim import formulas
+from relsim.errors import RelsimError, invalid
+from relsim.plan.result import QUANTITIES, Plan
+from relsim.results import Outcome
+from relsim.scenario import Retries, Scenario, Verifier
+
+__all__ = ["QUANTITIES", "Plan"]  # and the private helpers the planners share
+
+#: Slack on ``success >= target``: rounding only, far below the engine's accuracy (1e-9).
+TOLERANCE = 1e-12
+#: Success that changes by less than this over a doubling of a budget has converged.
+CONVERGED = 1e-12
+#: The largest per-step retry budget any search tries.
+MAX_BUDGET = 1_000
+#: The largest task-wide retry budget any search tries.
+MAX_TOTAL = 10_000
+#: An infeasible budget plan reports the least budget within this of the ceiling.
+NEAR_CEILING = 1e-6
+#: Continuous searches (p, miss, false_reject) stop when the bracket is this narrow.
+BISECTION_WIDTH = 1e-9
+#: ``miss`` with checkpoints (where success need not fall with ``miss``): first a scan of
+#: this many equal intervals of [0, 1].
+SCAN_INTERVALS = 16
+#: Allocation: an exact Pareto front larger than this switches to the bucketed method.
+MAX_FRONT = 20_000
+#: Allocation: buckets of log-success in the bucketed dynamic programme ...
+BUCKETS = 65_536
+#: ... and in the surrogate solves of the general search (run many times).
+SURROGATE_BUCKETS = 8_192
+#: Allocation beyond the chain: branch and bound up to this many steps ...
+BRANCH_AND_BOUND_STEPS = 8
+#: ... and this many engine evaluations (beyond, the heuristic's answer stands).
+BRANCH_AND_BOUND_EVALUATIONS = 600
+#: Allocation beyond the chain: single-step decrements tried after the search.
+POLISH_TRIALS = 8
+#: Allocation beyond the chain: bisections of the surrogate's target.
+SURROGATE_BISECTIONS = 6
+#: Checkpoints: every spacing is tried up to this many steps; beyond, a grid and a local walk.
+EXHAUSTIVE_CHECKPOINTS = 64
+
+def _goal(scenario: Scenario, target: float | None) -> float:
+    """The target to plan for: ``target``, else the scenario's; in (0, 1]."""
+    if not isinstance(scenario, Scenario):
+        raise invalid("scenario", "a Scenario", type(scenario).__name__)
+    if target is None:
+        target = scenario.target
+    if target is None:
+        raise RelsimError("target: must be a number in (0, 1]; the scenario sets none")
+    if isinstance(target, bool) or not isinstance(target, (int, float, np.floating)):
+        raise invalid("target", "a number in (0, 1]", target)
+    target = float(target)
+    if not 0.0 < target <= 1.0:
+        raise invalid("target", "a number in (0, 1]", target)
+    return target
+
+
+def _evaluate(scenario: Scenario) -> Outcome:
+    from relsim.exact import evaluate
+
+    return evaluate(scenario)
+
+
+def _is_chain(scenario: Scenario) -> bool:
+    """True when the scenario is a chain of independent verified steps (the closed form)."""
+    return (
+        scenario.checkpoints is None
+        and scenario.total_retries is None
+        and not scenario.has_random_effects
+        and scenario.correlation.confusion is None
+    )
+
+
+def _success(scenario: Scenario) -> float:
+    """Exact success: the closed-form chain where it applies, else the engine."""
+    if _is_chain(scenario):
+        chain = formulas.verified_chain(
+            scenario.p_array,
+            scenario.per_step_array,
+            scenario.miss_array,
+            scenario.false_reject_array,
+        )
+        return float(chain.success)
+    return float(_evaluate(scenario).success)
+
+
+def _plan(
+    for_: str,
+    value: Any,
+    planned: Scenario,
+    goal: float,
+    *,
+    feasible: bool,
+    ceiling: float | None = None,
+    binding: str | None = None,
+    reason: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> Plan:
+    outcome = _evaluate(planned)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        value = tuple(int(v) for v in value)
+    elif isinstance(value, (bool, np.bool_)):
+        raise TypeError("a plan value is a number or a list")  # a bug, not bad input
+    elif isinstance(value, (int, np.integer)):
+        value = int(value)
+    elif value is not None:
+        value = float(value)
+    return Plan(
+        for_=for_,
+        value=value,
+        success=float(outcome.success),
+        expected_cost=float(outcome.expected_cost),
+        feasible=feasible,
+        target=goal,
+        scenario=planned,
+        ceiling=None if ceiling is None else float(ceiling),
+        binding=binding,
+        reason=reason,
+        details=dict(details or {}),
+    )
+
+
+# ------------------------------------------------------------------ scenario transformations
+def _per_step_cap(scenario: Scenario) -> int | tuple[int, ...] | None:
+    """The per-step budget the user set (None when only a total, or no retries, is set)."""
+    return None if scenario.retries is None else scenario.retries.per_step
+
+
+def _with_per_step(scenario: Scenario, budget: int | Sequence[int]) -> Scenario:
+    if not isinstance(budget, (int, np.integer)):
+        budget = tuple(int(b) for b in budget)
+    else:
+        budget = int(budget)
+    return replace(scenario, retries=Retries(per_step=budget, total=scenario.total_retries))
+
+
+def _with_total(scenario: Scenario, budget: int | None) -> Scenario:
+    per_step = _per_step_cap(scenario)
+    if budget is None and per_step is None:
+        per_step = _budget_floor(scenario)
+    return replace(scenario, retries=Retries(per_step=per_step, total=budget))
+
+
+def _with_rate(scenario: Scenario, key: str, value: float) -> Scenario:
+    current = scenario.verifier or Verifier()
+    return replace(scenario, verifier=replace(current, **{key: value}))
+
+
+def _with_every(scenario: Scenario, every: int) -> Scenario:
+    assert scenario.checkpoints is not None
+    return replace(scenario, checkpoints=replace(scenario.checkpoints, every=int(every)))
+
+
+def _budget_floor(scenario: Scenario) -> int:
+    r"""Least ``r >= 1`` with :math:`q^r \le 10^{-12}` at the slowest step (confused or not;
+    a state that can never pass, :math:`q = 1`, is left out: it never converges and never
+    contributes): past it a chain's success no longer moves; capped at ``MAX_BUDGET``."""
+    prob = scenario.p_array
+    miss = scenario.miss_array
+    reject = scenario.false_reject_array
+    rates = [prob]
+    confusion = scenario.correlation.confusion
+    if confusion is not None:
+        rates.append(prob * confusion.factor)
+    q = np.concatenate([x * reject + (1 - x) * (1 - miss) for x in rates])
+    q = q[q < 1.0]
+    q_max = float(np.max(q)) if q.size else 0.0
+    if q_max <= 0.0:
+        return 1
+    return int(min(MAX_BUDGET, max(1, math.ceil(math.log(CONVERGED) / math.log(q_max)))))
+
+
+def _with_perfect_verifier(scenario: Scenario) -> Scenario:
+    """The remedy for a scenario without a verifier: a perfect one, and per-step retries up to
+    the budget at which that verifier's success stops moving (the floor is taken with the
+    verifier in place; without one no attempt is rejected and any floor is 1)."""
+    verified = replace(scenario, verifier=Verifier())
+    return replace(verified, retries=Retries(per_step=_budget_floor(verified)))
+
+

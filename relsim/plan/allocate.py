@@ -1,0 +1,575 @@
+"""Retry allocation: :func:`allocation`, per-step budgets of least expected cost that reach a
+target (exact for chains; a surrogate-guided search with branch and bound otherwise)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from relsim import formulas
+from relsim.plan import _common
+from relsim.plan._common import (
+    BRANCH_AND_BOUND_EVALUATIONS,
+    BRANCH_AND_BOUND_STEPS,
+    BUCKETS,
+    CONVERGED,
+    POLISH_TRIALS,
+    SURROGATE_BISECTIONS,
+    SURROGATE_BUCKETS,
+    TOLERANCE,
+    Plan,
+    _budget_floor,
+    _evaluate,
+    _goal,
+    _is_chain,
+    _plan,
+    _with_per_step,
+)
+from relsim.plan.binding import _no_verifier_plan
+from relsim.plan.budgets import retries
+from relsim.plan.search import _least_budget
+from relsim.results import Outcome
+from relsim.scenario import Scenario
+
+__all__ = ["allocation"]
+
+
+def allocation(scenario: Scenario, target: float | None = None) -> Plan:
+    r"""Per-step retry budgets :math:`r_i` of least expected cost with success >= ``target``.
+
+    For a chain of independent steps (no correlation, no checkpoints, no task-wide budget)
+
+    .. math:: \text{success} = \prod_i s_i(r_i), \qquad
+              \text{cost} = \sum_i c_i S_i(r_i) \prod_{j<i} e_j(r_j),
+
+    with :math:`s_i = a_i S_i`, :math:`e_i = 1 - q_i^{r_i+1}` (the step is passed) and
+    :math:`c_i` the attempt plus verify cost. Read from the last step back, a partial plan is a
+    pair (success, cost) of the suffix, and prepending a step maps pairs monotonically, so a
+    dominated pair can never become optimal: a dynamic programme over the Pareto front is
+    exact (it equals brute force). First the same programme runs on ``BUCKETS`` buckets of
+    log-success, rounding each pair's success down (every answer is feasible), and greedy
+    decrements follow while the exact success allows: its cost bounds the exact front by
+    branch and bound. When the front still outgrows ``MAX_FRONT`` pairs, the bucketed answer
+    stands and a second run rounding success up gives a valid lower bound on the optimum.
+    ``details`` reports the method, the bound and the gap. Budgets are searched from the
+    least ``r_i`` the target allows to the one within ``1e-12`` of the step's ceiling.
+
+    Any other scenario relies on success and expected cost both being non-decreasing in
+    every :math:`r_i` (a larger budget changes a trial only where the smaller one would have
+    ended it, and continuing can only succeed more and cost more). Its surrogate is the chain
+    without correlation, checkpoints and task-wide budget, each step averaged over the random
+    effects (:math:`N(0, \sigma_t^2 + \sigma_s^2)` on the logit scale) when there are any. The
+    surrogate's cheapest budgets for a surrogate target :math:`t'` are judged by the engine,
+    and :math:`t'` is searched (galloping, then ``SURROGATE_BISECTIONS`` bisections between
+    the target and the surrogate's ceiling, or below the target when the surrogate is
+    pessimistic) for the cheapest that reaches the target; uniform increments take over when
+    even the surrogate's largest budgets fall short. Up to ``POLISH_TRIALS`` single-step
+    decrements follow, the largest surrogate saving first. No bound on the gap is known for
+    that heuristic. Up to ``BRANCH_AND_BOUND_STEPS`` steps, a branch and bound then searches
+    the box of budgets up to the surrogate's per-step limits (or the heuristic's, if larger;
+    never above a task-wide budget) with the heuristic as incumbent: a partial allocation
+    whose cost with the remaining steps at 0 already exceeds the incumbent, or whose success
+    with them at their limits falls short, is cut; the last step takes the least budget that
+    reaches the target. Finished within ``BRANCH_AND_BOUND_EVALUATIONS`` evaluations, the
+    answer is exact in that box (``gap`` 0).
+
+    Whenever an answer is not proven optimal, it is compared with the least uniform budget
+    (:func:`retries`) and the cheaper one is returned.
+
+    Examples
+    --------
+    >>> s = Scenario.from_dict({"steps": 3, "p": [0.9, 0.6, 0.99], "verifier": {"miss": 0.0}})
+    >>> allocation(s, 0.95).value  # brute force agrees; the 0.99 step needs no retry
+    (1, 3, 0)
+    """
+    goal = _goal(scenario, target)
+    if scenario.verifier is None:
+        return _no_verifier_plan("allocation", scenario, goal, (0,) * scenario.steps)
+    if _is_chain(scenario):
+        plan = _allocation_chain(scenario, goal)
+    else:
+        plan = _allocation_general(scenario, goal)
+    if plan.feasible and plan.details.get("gap") != 0.0:
+        uniform = retries(scenario, goal)  # never worse than the best uniform budget
+        if uniform.feasible and uniform.expected_cost < plan.expected_cost:
+            budgets = (int(uniform.value),) * scenario.steps  # type: ignore[arg-type]
+            method = "uniform budget (cheaper than the search's answer)"
+            return replace(
+                plan,
+                value=budgets,
+                success=uniform.success,
+                expected_cost=uniform.expected_cost,
+                scenario=uniform.scenario,
+                details={**plan.details, "method": method},
+            )
+    return plan
+
+
+@dataclass
+class _ChainTable:
+    """Per-step closed forms of a chain for budgets ``0..width-1`` (rows: steps)."""
+
+    success: np.ndarray  # s_i(r) = a_i S_i(r)
+    passed: np.ndarray  # e_i(r) = 1 - q_i^(r+1)
+    attempts: np.ndarray  # S_i(r)
+    unit_cost: np.ndarray  # c_i = attempt_i + verify
+    low: np.ndarray  # least budget each step may take
+    high: np.ndarray  # largest budget worth searching
+
+    def cost(self, budgets: np.ndarray) -> float:
+        rows = np.arange(len(budgets))
+        attempts = self.attempts[rows, budgets]
+        passed = self.passed[rows, budgets]
+        reach = np.concatenate([[1.0], np.cumprod(passed)[:-1]])
+        return float(np.sum(self.unit_cost * attempts * reach))
+
+    def log_success(self, budgets: np.ndarray) -> float:
+        rows = np.arange(len(budgets))
+        with np.errstate(divide="ignore"):
+            return float(np.sum(np.log(self.success[rows, budgets])))
+
+    def ceiling(self) -> float:
+        """Log-success with every step at its largest budget."""
+        return self.log_success(self.high)
+
+    def for_goal(self, goal: float) -> "_ChainTable | None":
+        """A copy whose ``low`` is the least budget each step needs for ``goal`` (with every
+        other step at its best); None when even the best falls short."""
+        n = len(self.high)
+        with np.errstate(divide="ignore"):
+            log_success = np.log(self.success)
+        best = log_success[np.arange(n), self.high]
+        log_goal = math.log(goal) - TOLERANCE
+        if not np.all(np.isfinite(best)) or float(np.sum(best)) < log_goal:
+            return None
+        need = log_goal - (float(np.sum(best)) - best)
+        low = np.argmax(log_success >= need[:, None], axis=1)
+        return replace(self, low=np.minimum(low, self.high))
+
+    def solve(self, goal: float, exact: bool = True) -> tuple[np.ndarray, dict[str, Any]] | None:
+        """The chain's cheapest budgets for ``goal`` and the method notes; None if infeasible.
+
+        The bucketed programme rounding success down, then greedy decrements, give a
+        feasible answer; with ``exact`` its cost bounds the exact Pareto programme, and when
+        that outgrows its limits a second bucketed run rounding up gives a lower bound."""
+        table = self.for_goal(goal)
+        if table is None:
+            return None
+        buckets = BUCKETS if exact else SURROGATE_BUCKETS
+        _, found_budgets = _bucketed(table, goal, optimistic=False, buckets=buckets)
+        if found_budgets is None:  # the target is within the rounding of the ceiling
+            found_budgets = table.high.astype(np.int64)  # feasible: for_goal checked it
+        found_budgets = _decrement_greedily(table, found_budgets, goal)
+        found = table.cost(found_budgets)
+        budgets = _pareto_allocation(table, goal, found) if exact else None
+        if budgets is not None:
+            method = "exact (dynamic programme over the Pareto front)"
+            return budgets, {"method": method, "gap": 0.0}
+        if not exact:
+            return found_budgets, {}
+        bound, _ = _bucketed(table, goal, optimistic=True)
+        gap = max(0.0, found - bound)
+        return found_budgets, {
+            "method": f"bucketed dynamic programme ({BUCKETS} levels of log-success) "
+            "with greedy decrements",
+            "lower_bound": bound,
+            "gap": gap,
+            "relative_gap": gap / found if found > 0 else 0.0,
+        }
+
+
+def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
+    r"""Per-step closed forms for budgets up to the convergence limit, the goal left open.
+
+    With ``effect_sd > 0`` each step's success, passing probability and attempts are averaged
+    over a logit-scale effect :math:`N(0, \sigma^2)` (Gauss-Hermite): the marginal step of a
+    scenario with random effects, the surrogate of :func:`_allocation_general`."""
+    width = _budget_floor(scenario) + 1
+    budgets = np.arange(width)
+    shape = (scenario.steps, width)
+    if effect_sd > 0:
+        nodes, weights = np.polynomial.hermite_e.hermegauss(21)
+        weights = weights / weights.sum()
+        prob = scenario.p_array
+        inner = np.clip(prob, 1e-300, 1 - 1e-16)
+        logit = np.log(inner) - np.log1p(-inner)
+        shifted = 1.0 / (1.0 + np.exp(-(logit[:, None] + effect_sd * nodes[None, :])))
+        fixed = ((prob == 0) | (prob == 1))[:, None]  # p of 0 or 1 is left as it is
+        shifted = np.where(fixed, prob[:, None], shifted)
+        step = formulas.verified_step(
+            shifted[:, :, None],
+            budgets[None, None, :],
+            scenario.miss_array[:, None, None],
+            scenario.false_reject_array[:, None, None],
+        )
+        full = shape[:1] + (len(nodes),) + shape[1:]
+        w = weights[None, :, None]
+        success = np.sum(w * np.broadcast_to(np.asarray(step.success, float), full), axis=1)
+        passed = 1.0 - np.sum(w * np.broadcast_to(np.asarray(step.exhausted, float), full), axis=1)
+        attempts = np.sum(
+            w * np.broadcast_to(np.asarray(step.expected_attempts, float), full), axis=1
+        )
+    else:
+        step = formulas.verified_step(
+            scenario.p_array[:, None],
+            budgets[None, :],
+            scenario.miss_array[:, None],
+            scenario.false_reject_array[:, None],
+        )
+        success = np.broadcast_to(np.asarray(step.success, float), shape).copy()
+        passed = 1.0 - np.broadcast_to(np.asarray(step.exhausted, float), shape)
+        attempts = np.broadcast_to(np.asarray(step.expected_attempts, float), shape).copy()
+    with np.errstate(divide="ignore"):
+        log_success = np.log(success)
+    top = log_success[:, -1]
+    # least budget within 1e-12 (relative) of the step's ceiling: more is never worth it
+    high = np.argmax(log_success >= (top - CONVERGED)[:, None], axis=1)
+    unit_cost = scenario.attempt_cost_array + scenario.cost.verify
+    low = np.zeros(scenario.steps, dtype=np.int64)
+    return _ChainTable(success, passed, attempts, unit_cost, low, high)
+
+
+def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndarray | None:
+    """Exact: dynamic programme over the Pareto front of (suffix success, suffix cost),
+    pruned by branch and bound against ``bound``, the cost of a known feasible plan.
+
+    A suffix pair can only end in a plan costing at least ``prefix_cost + reach * cost``
+    with the steps before it at their least budgets (both are non-decreasing in every
+    budget); pairs above ``bound`` are dropped. None when the front outgrows ``MAX_FRONT``
+    or the work (pairs examined) exceeds ``100 * MAX_FRONT * steps``."""
+    n = len(table.low)
+    rows = np.arange(n)
+    least_attempts = table.attempts[rows, table.low]
+    least_passed = table.passed[rows, table.low]
+    least_reach = np.concatenate([[1.0], np.cumprod(least_passed)])  # before step i
+    least_cost = table.unit_cost * least_attempts * least_reach[:-1]
+    least_prefix = np.concatenate([[0.0], np.cumsum(least_cost)])
+    limit = bound * (1 + 1e-12) + 1e-300
+    work = 0
+    log_goal = math.log(goal) - TOLERANCE
+    with np.errstate(divide="ignore"):
+        log_table = np.log(table.success)
+    best = log_table[np.arange(n), table.high]
+    # best log-success the steps before i can still add
+    prefix_best = np.concatenate([[0.0], np.cumsum(best)])
+    log_success = np.array([0.0])
+    cost = np.array([0.0])
+    choices: list[np.ndarray] = []
+    parents: list[np.ndarray] = []
+    for i in range(n - 1, -1, -1):
+        budgets = np.arange(table.low[i], table.high[i] + 1)
+        new_log = log_table[i, budgets][:, None] + log_success[None, :]
+        new_cost = (
+            table.unit_cost[i] * table.attempts[i, budgets][:, None]
+            + table.passed[i, budgets][:, None] * cost[None, :]
+        )
+        choice = np.broadcast_to(budgets[:, None], new_log.shape).ravel()
+        parent = np.broadcast_to(np.arange(len(cost))[None, :], new_log.shape).ravel()
+        new_log = new_log.ravel()
+        new_cost = new_cost.ravel()
+        keep = (new_log + prefix_best[i] >= log_goal) & (
+            least_prefix[i] + least_reach[i] * new_cost <= limit
+        )
+        new_log, new_cost = new_log[keep], new_cost[keep]
+        choice, parent = choice[keep], parent[keep]
+        work += keep.size
+        if new_log.size == 0 or work > 100 * _common.MAX_FRONT * n:
+            return None
+        order = np.lexsort((new_cost, -new_log))
+        new_log, new_cost = new_log[order], new_cost[order]
+        choice, parent = choice[order], parent[order]
+        running = np.minimum.accumulate(new_cost)
+        front = np.concatenate([[True], new_cost[1:] < running[:-1]])
+        log_success, cost = new_log[front], new_cost[front]
+        choices.append(choice[front])
+        parents.append(parent[front])
+        if len(cost) > _common.MAX_FRONT:
+            return None
+    index = int(np.argmin(cost))
+    budgets = np.empty(n, dtype=np.int64)
+    for i in range(n):  # choices[-1] is step 0
+        level = n - 1 - i
+        budgets[i] = choices[level][index]
+        index = int(parents[level][index])
+    return budgets
+
+
+def _bucketed(
+    table: _ChainTable, goal: float, optimistic: bool, buckets: int | None = None
+) -> tuple[float, np.ndarray | None]:
+    """The dynamic programme on ``buckets`` (default ``BUCKETS``) levels of log-success
+    between log(goal) and 0.
+
+    Rounding success down at each step (``optimistic=False``) keeps only real, feasible
+    plans; rounding up (``optimistic=True``) keeps, for every real plan, a relaxed one at
+    least as good, so its least cost is a lower bound on the optimum. Returns the least cost
+    and (rounding down) the budgets."""
+    n = len(table.low)
+    count = BUCKETS if buckets is None else buckets
+    log_goal = math.log(goal) - TOLERANCE
+    width = -log_goal / count
+    with np.errstate(divide="ignore"):
+        log_table = np.log(table.success)
+    best = log_table[np.arange(n), table.high]
+    prefix_best = np.concatenate([[0.0], np.cumsum(best)])
+    # bucket b holds level log_goal + b * width; the empty suffix has success 1 (b = count)
+    cost = np.full(count + 1, np.inf)
+    cost[count] = 0.0
+    choice_of = np.full((n, count + 1), -1, dtype=np.int16)  # budgets <= MAX_BUDGET
+    rounding = np.ceil if optimistic else np.floor
+    for i in range(n - 1, -1, -1):
+        new_cost = np.full(count + 1, np.inf)
+        new_choice = np.full(count + 1, -1, dtype=np.int16)
+        for budget in range(table.low[i], table.high[i] + 1):
+            shift = int(rounding(log_table[i, budget] / width))  # <= 0
+            if -shift > count:
+                continue
+            source = cost[-shift:] if shift else cost
+            here = table.unit_cost[i] * table.attempts[i, budget]
+            candidate = here + table.passed[i, budget] * source
+            target_slice = slice(0, count + 1 + shift)
+            better = candidate < new_cost[target_slice]
+            new_cost[target_slice][better] = candidate[better]
+            new_choice[target_slice][better] = budget
+        # a suffix the earlier steps cannot lift to the goal is dropped
+        levels = log_goal + width * np.arange(count + 1)
+        new_cost[levels + prefix_best[i] < log_goal] = np.inf
+        cost = new_cost
+        choice_of[i] = new_choice
+    if not np.any(np.isfinite(cost)):
+        return math.inf, None
+    bucket = int(np.argmin(cost))
+    lowest = float(cost[bucket])
+    if optimistic:
+        return lowest, None
+    budgets = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        budget = int(choice_of[i, bucket])
+        budgets[i] = budget
+        bucket -= int(np.floor(log_table[i, budget] / width))
+    return lowest, budgets
+
+
+def _decrement_greedily(table: _ChainTable, budgets: np.ndarray, goal: float) -> np.ndarray:
+    """Lower single budgets, the largest exact saving first, while success stays >= goal."""
+    budgets = budgets.copy()
+    log_goal = math.log(goal) - TOLERANCE
+    n = len(budgets)
+    rows = np.arange(n)
+    with np.errstate(divide="ignore"):
+        log_table = np.log(table.success)
+    while True:
+        can = budgets > table.low
+        if not np.any(can):
+            return budgets
+        lower = np.where(can, budgets - 1, budgets)
+        log_now = log_table[rows, budgets]
+        total_log = float(np.sum(log_now))
+        new_log = total_log - log_now + log_table[rows, lower]
+        attempts = table.attempts[rows, budgets]
+        passed = table.passed[rows, budgets]
+        reach = np.concatenate([[1.0], np.cumprod(passed)[:-1]])
+        # cost of the steps after i, given step i is passed
+        after = np.zeros(n)
+        for i in range(n - 2, -1, -1):
+            after[i] = table.unit_cost[i + 1] * attempts[i + 1] + passed[i + 1] * after[i + 1]
+        saving = reach * (
+            table.unit_cost * (attempts - table.attempts[rows, lower])
+            + (passed - table.passed[rows, lower]) * after
+        )
+        ok = can & (new_log >= log_goal)
+        if not np.any(ok):
+            return budgets
+        i = int(np.argmax(np.where(ok, saving, -np.inf)))
+        budgets[i] -= 1
+
+
+def _allocation_chain(scenario: Scenario, goal: float) -> Plan:
+    solved = _step_table(scenario).solve(goal)
+    if solved is None:
+        return _allocation_infeasible(scenario, goal)
+    budgets, details = solved
+    planned = _with_per_step(scenario, budgets)
+    return _plan("allocation", budgets, planned, goal, feasible=True, details=details)
+
+
+def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
+    """Even unlimited budgets at every step fall short: the uniform-budget diagnosis."""
+    plan = retries(scenario, goal)
+    if plan.feasible:  # pragma: no cover - the chain table and the search agree
+        raise AssertionError("allocation found infeasible where a uniform budget is feasible")
+    budget = plan.value if isinstance(plan.value, int) else 0
+    budgets = (budget,) * scenario.steps
+    return _plan(
+        "allocation",
+        budgets,
+        _with_per_step(scenario, budgets),
+        goal,
+        feasible=False,
+        ceiling=plan.ceiling,
+        binding=plan.binding,
+        reason=plan.reason,
+    )
+
+
+def _allocation_general(scenario: Scenario, goal: float) -> Plan:
+    reached = goal - TOLERANCE
+    n = scenario.steps
+    correlation = scenario.correlation
+    table = _step_table(scenario, math.hypot(correlation.task_sd, correlation.step_sd))
+    if scenario.total_retries is not None:  # a per-step budget above the total is never spent
+        table.high = np.minimum(table.high, scenario.total_retries)
+    if not np.isfinite(table.ceiling()):  # some step can never succeed
+        return _allocation_infeasible(scenario, goal)
+    evaluations: dict[tuple[int, ...], Outcome] = {}
+
+    def outcome(budgets: Sequence[int]) -> Outcome:
+        key = tuple(int(b) for b in budgets)
+        if key not in evaluations:
+            evaluations[key] = _evaluate(_with_per_step(scenario, key))
+        return evaluations[key]
+
+    log_goal = math.log(goal)
+    log_top = table.ceiling()
+    span = max(log_top - log_goal, 1e-9)
+    solutions: dict[float, np.ndarray] = {}
+
+    def planned(theta: float) -> np.ndarray:
+        """The surrogate's cheapest budgets for log-target ``log_goal + theta * span``."""
+        if theta not in solutions:
+            if theta >= 1.0:
+                solutions[theta] = table.high.astype(np.int64)
+            else:
+                solved = table.solve(math.exp(min(0.0, log_goal + theta * span)), exact=False)
+                solutions[theta] = table.high.astype(np.int64) if solved is None else solved[0]
+        return solutions[theta]
+
+    def reaches(theta: float) -> bool:
+        return float(outcome(planned(theta)).success) >= reached
+
+    budgets: np.ndarray | None = None
+    if reaches(1.0):
+        if reaches(0.0):  # the surrogate is pessimistic: lower its target
+            good, bad = 0.0, None
+            for theta in (-0.5, -1.0, -2.0, -4.0, -8.0):
+                if reaches(theta):
+                    good = theta
+                else:
+                    bad = theta
+                    break
+        else:
+            good, bad = 1.0, 0.0
+            for theta in (0.5, 0.8, 0.95, 0.99):
+                if reaches(theta):
+                    good = theta
+                    break
+                bad = theta
+        if bad is not None:
+            for _ in range(SURROGATE_BISECTIONS):
+                middle = 0.5 * (good + bad)
+                if reaches(middle):
+                    good = middle
+                else:
+                    bad = middle
+        budgets = planned(good).copy()
+    else:  # correlation or checkpoints need more than the surrogate: raise every step
+        if not retries(scenario, goal).feasible:  # no budget at all: the uniform diagnosis
+            return _allocation_infeasible(scenario, goal)
+        top = table.high.astype(np.int64)
+
+        def success_at_extra(extra: int) -> float:
+            return float(outcome(np.minimum(top + extra, _common.MAX_BUDGET)).success)
+
+        floor = _budget_floor(scenario)
+        extra, _, _ = _least_budget(success_at_extra, goal, floor, _common.MAX_BUDGET)
+        if extra is None:  # pragma: no cover - a feasible uniform budget is below top + limit
+            return _allocation_infeasible(scenario, goal)
+        budgets = np.minimum(top + extra, _common.MAX_BUDGET)
+    # single-step decrements, the largest surrogate saving first (cost falls with any budget)
+    rows = np.arange(n)
+    inside = np.minimum(budgets, table.attempts.shape[1] - 1)
+    saving = table.unit_cost * (
+        table.attempts[rows, inside] - table.attempts[rows, np.maximum(inside - 1, 0)]
+    )
+    tried = 0
+    for i in np.argsort(-saving, kind="stable"):
+        if tried >= POLISH_TRIALS:
+            break
+        if budgets[i] == 0:
+            continue
+        trial = budgets.copy()
+        trial[i] -= 1
+        tried += 1
+        if outcome(trial).success >= reached:
+            budgets = trial
+    method = (
+        "surrogate chain optimum at a target tuned with the exact engine, then single-step "
+        "decrements"
+    )
+    gap: float | None = None
+    if n <= BRANCH_AND_BOUND_STEPS:
+        box = np.maximum(table.high, budgets)
+        exact = _branch_and_bound(box, budgets, reached, outcome)
+        if exact is not None:
+            budgets, method, gap = exact, "exact (branch and bound in the box of step limits)", 0.0
+    details = {"method": method, "gap": gap, "evaluations": len(evaluations)}
+    design = _with_per_step(scenario, budgets)
+    return _plan("allocation", budgets, design, goal, feasible=True, details=details)
+
+
+class _OutOfEvaluations(Exception):
+    pass
+
+
+def _branch_and_bound(
+    box: np.ndarray,
+    incumbent: np.ndarray,
+    reached: float,
+    outcome: Callable[[Sequence[int]], Outcome],
+) -> np.ndarray | None:
+    """Least expected cost over allocations ``0..box_i`` with success >= ``reached``,
+    relying on success and cost being non-decreasing in every budget. None when the search
+    needs more than ``BRANCH_AND_BOUND_EVALUATIONS`` new evaluations."""
+    n = len(box)
+    best = [float(outcome(incumbent).expected_cost), incumbent.copy()]
+    count = [0]
+
+    def look(budgets: Sequence[int]) -> Outcome:
+        count[0] += 1
+        if count[0] > BRANCH_AND_BOUND_EVALUATIONS:
+            raise _OutOfEvaluations
+        return outcome(budgets)
+
+    def search(prefix: list[int]) -> None:
+        i = len(prefix)
+        rest_high = [int(b) for b in box[i + 1 :]]
+        rest_zero = [0] * (n - i - 1)
+        if i == n - 1:  # the least budget that reaches the target is the cheapest
+            if look(prefix + [int(box[i])]).success < reached:
+                return
+            low, high = -1, int(box[i])
+            while high - low > 1:
+                middle = (low + high) // 2
+                if look(prefix + [middle]).success >= reached:
+                    high = middle
+                else:
+                    low = middle
+            cost = float(look(prefix + [high]).expected_cost)
+            if cost < best[0]:
+                best[0], best[1] = cost, np.array(prefix + [high], dtype=np.int64)
+            return
+        for budget in range(int(box[i]) + 1):
+            if look(prefix + [budget] + rest_zero).expected_cost >= best[0]:
+                return  # cost only grows with the budget
+            if look(prefix + [budget] + rest_high).success < reached:
+                continue  # success only grows with the budget
+            search(prefix + [budget])
+
+    try:
+        search([])
+    except _OutOfEvaluations:
+        return None
+    return best[1]

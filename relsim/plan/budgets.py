@@ -1,0 +1,143 @@
+"""Retry budgets: the least uniform per-step budget (:func:`retries`) and the least
+task-wide budget (:func:`total`) that reach a target."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from relsim.plan import diagnosis
+from relsim.plan import _common
+from relsim.plan._common import (
+    CONVERGED,
+    NEAR_CEILING,
+    Plan,
+    _budget_floor,
+    _goal,
+    _per_step_cap,
+    _plan,
+    _success,
+    _with_per_step,
+    _with_total,
+)
+from relsim.plan.binding import _diagnose, _no_verifier_plan
+from relsim.plan.search import _least_budget, _least_reaching
+from relsim.scenario import Scenario
+
+__all__ = ["retries", "total"]
+
+
+def retries(scenario: Scenario, target: float | None = None) -> Plan:
+    r"""The least uniform per-step retry budget ``r`` that reaches ``target``.
+
+    Every step gets ``per_step = r``; a task-wide ``total`` in the scenario is kept. The search
+    relies on success being non-decreasing in ``r`` (a retry replaces a certain detected failure
+    by a chance; budgets are never refunded, so nothing else changes). It doubles ``r`` until
+    the target is met, then bisects. For a chain of independent steps
+
+    .. math:: \text{success}(r) = \prod_i a_i S_{r,i}, \qquad
+              S_{r,i} = \frac{1 - q_i^{r+1}}{1 - q_i},
+
+    which tends to :math:`\prod_i a_i/(a_i+w_i)`. The upper search limit: doubling stops when
+    success improves by less than ``1e-12`` over a doubling once ``r`` is past the budget at
+    which the slowest step (largest :math:`q < 1`, confused or not) has
+    :math:`q^{r+1} \le 10^{-12}`, and at ``MAX_BUDGET`` in any case (then, if success is still
+    rising, the plan blames the ``"search limit"``). Infeasible: the value is the least ``r``
+    within ``1e-6`` of the ceiling.
+
+    Examples
+    --------
+    The lesson's exercise (25 steps, ``p = 0.9``, target 0.95): two retries with a perfect
+    verifier; with a verifier that misses 10% of wrong results, no budget is enough.
+
+    >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}})
+    >>> plan = retries(s, 0.95)
+    >>> plan.value, round(plan.success, 6)
+    (2, 0.975298)
+    >>> plan = retries(Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}}), 0.95)
+    >>> plan.feasible, round(plan.ceiling, 6), plan.binding
+    (False, 0.758626, 'verifier.miss')
+    """
+    goal = _goal(scenario, target)
+    return _budget_plan("retries", scenario, goal, _with_per_step)
+
+
+def total(scenario: Scenario, target: float | None = None) -> Plan:
+    r"""The least task-wide retry budget ``total`` that reaches ``target``.
+
+    The scenario's per-step cap is kept (none when it sets none: then only the task-wide budget
+    limits retries). Relies on success being non-decreasing in ``total`` (the same argument as
+    :func:`retries`) and searches the same way. With a per-step cap ``r_i`` the search stops at
+    :math:`\sum_i r_i` (a larger budget is never spent); without one, the limit is as in
+    :func:`retries` with ``MAX_TOTAL`` in place of ``MAX_BUDGET``. For identical independent
+    steps and no per-step cap,
+
+    .. math:: \text{success}(B) = a^n \sum_{j=0}^{B} \binom{n-1+j}{j} q^j.
+
+    Examples
+    --------
+    >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}})
+    >>> plan = total(s, 0.95)  # 0.9**25 * sum_{j<=6} C(24+j, j) 0.1**j = 0.969437
+    >>> plan.value, round(plan.success, 6)
+    (6, 0.969437)
+    """
+    goal = _goal(scenario, target)
+    return _budget_plan("total", scenario, goal, _with_total)
+
+
+def _budget_plan(
+    for_: str, scenario: Scenario, goal: float, apply: Callable[[Scenario, int], Scenario]
+) -> Plan:
+    """Shared by :func:`retries` and :func:`total`."""
+    if scenario.verifier is None:
+        return _no_verifier_plan(for_, scenario, goal, 0)
+    floor = _budget_floor(scenario)
+    limit = _common.MAX_BUDGET if for_ == "retries" else _common.MAX_TOTAL
+    if for_ == "total" and _per_step_cap(scenario) is not None:
+        limit = min(limit, int(np.sum(scenario.per_step_array)))
+        floor = limit
+
+    def success_at(budget: int) -> float:
+        return _success(apply(scenario, budget))
+
+    answer, stop, at = _least_budget(success_at, goal, floor, limit)
+    if answer is not None:
+        return _plan(for_, answer, apply(scenario, answer), goal, feasible=True)
+    ceiling = at(stop)
+    nearest = _least_reaching(at, ceiling - NEAR_CEILING, stop)
+    rising = stop >= limit and ceiling - at(stop // 2) > CONVERGED
+    if rising and not (for_ == "total" and _per_step_cap(scenario) is not None):
+        reason = diagnosis.REASONS["search_limit"].format(
+            for_=for_, limit=limit, goal=goal, ceiling=ceiling
+        )
+        return _plan(
+            for_,
+            stop,
+            apply(scenario, stop),
+            goal,
+            feasible=False,
+            ceiling=ceiling,
+            binding="search limit",
+            reason=reason,
+        )
+
+    def ceiling_of(candidate: Scenario) -> float:
+        budget = stop if for_ == "total" else max(stop, _budget_floor(candidate))
+        if candidate.verifier is None:
+            return _success(candidate)
+        return _success(apply(candidate, min(2 * budget, limit)))
+
+    binding, reason = _diagnose(scenario, goal, ceiling, for_, ceiling_of, skip={f"retries.{for_}"})
+    return _plan(
+        for_,
+        nearest,
+        apply(scenario, nearest),
+        goal,
+        feasible=False,
+        ceiling=ceiling,
+        binding=binding,
+        reason=reason,
+    )
+
+

@@ -1,0 +1,176 @@
+r"""The closed-form chain planner: least per-step retries for ``steps`` identical verified
+steps, the ceiling, and what would make an out-of-reach target reachable.
+
+With :math:`a = p(1-f)`, :math:`w = (1-p)m`, :math:`q = pf + (1-p)(1-m)` (docs/model.md
+section 2), ``r`` retries per step give the task
+
+.. math:: \text{success}(r) = \bigl(a S_r\bigr)^n, \qquad S_r = \frac{1 - q^{r+1}}{1 - q},
+
+which rises to the ceiling :math:`(a/(a+w))^n`. :func:`plan_chain` returns the least ``r``
+(:func:`relsim.formulas.min_retries`), the success it reaches, both ceilings, and the
+verifier and agent that would lift the ceiling to the target
+(:func:`relsim.formulas.max_miss`, :func:`relsim.formulas.min_p`).
+
+This is the planner behind ``relsim solve --steps N --target T --p P`` and the retry plan
+that trial statistics derive from an observed success. It imports numpy (through
+:mod:`relsim.formulas`) and nothing heavier, so the command starts fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from relsim import formulas
+from relsim.plan import diagnosis
+from relsim.results import jsonable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from relsim.scenario import Scenario
+
+__all__ = ["ChainPlan", "plan_chain"]
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """The plan of a chain of ``steps`` identical verified steps for ``target``.
+
+    Attributes
+    ----------
+    steps, target, p, miss, false_reject : int, float
+        The chain planned: steps, end-to-end target, per-attempt success and the verifier.
+    required_step_success : float
+        ``target ** (1/steps)``: the per-step success the target needs.
+    retries : int or None
+        The least per-step retry budget reaching the target; None when none does.
+    success : float or None
+        The end-to-end success with ``retries`` retries; None when infeasible.
+    step_ceiling, ceiling : float
+        ``a/(a+w)`` and ``(a/(a+w))**steps``: what unlimited retries reach.
+    feasible : bool
+        Whether a finite budget reaches the target.
+    max_miss : float or None
+        The largest ``miss`` whose ceiling allows the target at this ``p`` (None: none does).
+    min_p : float or None
+        The least ``p`` whose ceiling allows the target at this verifier (None: none does).
+    reason : str or None
+        When infeasible: why, in words (:data:`relsim.plan.diagnosis.CHAIN_REASONS`).
+    """
+
+    steps: int
+    target: float
+    p: float
+    miss: float
+    false_reject: float
+    required_step_success: float
+    retries: int | None
+    success: float | None
+    step_ceiling: float
+    ceiling: float
+    feasible: bool
+    max_miss: float | None
+    min_p: float | None
+    reason: str | None = None
+
+    @property
+    def remedies(self) -> list[str]:
+        """When infeasible: what would make the target reachable, one line each (empty when
+        feasible); :data:`relsim.plan.diagnosis.CHAIN_REMEDIES`."""
+        if self.feasible:
+            return []
+        return diagnosis.chain_remedies(asdict(self))
+
+    def command(self) -> str:
+        """The ``relsim solve`` command line that prints this plan."""
+        line = f"relsim solve --steps {self.steps} --target {self.target:g} --p {self.p:.6g}"
+        if self.miss:
+            line += f" --miss {self.miss:g}"
+        if self.false_reject:
+            line += f" --false-reject {self.false_reject:g}"
+        return line
+
+    def to_scenario(self) -> "Scenario":
+        """The planned design as a scenario (needs ``retries``: a feasible plan)."""
+        from relsim.errors import invalid
+        from relsim.scenario import Retries, Scenario, Verifier
+
+        if self.retries is None:
+            raise invalid("retries", "a budget (an infeasible plan has no design)", None)
+
+        return Scenario(
+            steps=self.steps,
+            p=self.p,
+            verifier=Verifier(miss=self.miss, false_reject=self.false_reject),
+            retries=Retries(per_step=self.retries),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the attributes, in their order (the keys of ``relsim solve --json``)."""
+        return jsonable(asdict(self))
+
+    def to_frame(self) -> "pd.DataFrame":
+        """A one-row pandas DataFrame of :meth:`to_dict`."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()])
+
+
+def plan_chain(
+    steps: int, target: float, p: float, miss: float = 0.0, false_reject: float = 0.0
+) -> ChainPlan:
+    r"""Plan the least per-step retry budget for ``steps`` identical verified steps.
+
+    The least :math:`r \ge 0` with :math:`(a S_r)^n \ge T` (see the module docstring); None
+    when the ceiling :math:`(a/(a+w))^n` is below the target, or equals it with
+    :math:`q > 0` (only unlimited retries reach it). Bad arguments raise
+    :class:`relsim.errors.RelsimError` naming the argument (from :mod:`relsim.formulas`).
+
+    Examples
+    --------
+    The lesson's exercise (docs/model.md section 2): 25 steps at 95% with ``p = 0.9`` need two
+    retries behind a perfect verifier, and no budget is enough behind one that misses 10%.
+
+    >>> plan = plan_chain(25, 0.95, 0.9)
+    >>> plan.retries, round(plan.success, 6)
+    (2, 0.975298)
+    >>> plan = plan_chain(25, 0.95, 0.9, miss=0.1)
+    >>> plan.feasible, round(plan.step_ceiling, 6), round(plan.ceiling, 6)
+    (False, 0.989011, 0.758626)
+    """
+    retries = formulas.min_retries(p, steps, target, miss, false_reject)
+    step_ceiling = float(formulas.verified_ceiling(p, miss, false_reject))
+    ceiling = float(formulas.compound(step_ceiling, steps))
+    feasible = retries is not None
+    success = None
+    if feasible:
+        step = formulas.verified_step(p, retries, miss, false_reject)
+        success = float(formulas.compound(step.success, steps))
+    reason = None
+    if not feasible:
+        cause = diagnosis.chain_cause(p, false_reject, ceiling, target)
+        reason = diagnosis.CHAIN_REASONS[cause].format(
+            step_ceiling=step_ceiling,
+            ceiling=ceiling,
+            steps=steps,
+            target=target,
+            miss=miss,
+            false_reject=false_reject,
+        )
+    return ChainPlan(
+        steps=steps,
+        target=target,
+        p=p,
+        miss=miss,
+        false_reject=false_reject,
+        required_step_success=float(formulas.required_step_success(target, steps)),
+        retries=retries,
+        success=success,
+        step_ceiling=step_ceiling,
+        ceiling=ceiling,
+        feasible=feasible,
+        max_miss=formulas.max_miss(p, steps, target, false_reject),
+        min_p=formulas.min_p(steps, target, miss, false_reject),
+        reason=reason,
+    )

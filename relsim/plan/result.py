@@ -1,0 +1,114 @@
+"""The result of a scenario planner: :class:`Plan`, with ``to_dict()`` and ``to_frame()``."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+from relsim.results import cost_per_success, jsonable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from relsim.scenario import Scenario
+
+#: The quantities a plan can be made for, in the order of ``relsim solve --for``.
+QUANTITIES = ("retries", "total", "allocation", "verifier", "p", "checkpoints")
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned design and what it leads to.
+
+    Attributes
+    ----------
+    for_ : str
+        The quantity planned, one of :data:`QUANTITIES` (``"for"`` in JSON).
+    value : int, float, tuple of int or None
+        The chosen value: a budget (int), a probability (float) or, for ``allocation``, one
+        budget per step (a tuple; a list in JSON). When infeasible, the nearest design.
+    success, expected_cost : float
+        The exact outcome of :attr:`scenario`.
+    feasible : bool
+        Whether ``success >= target`` (to ``relsim.plan._common.TOLERANCE``, 1e-12).
+    target : float
+        The target planned for.
+    scenario : Scenario
+        The planned scenario: the input with :attr:`value` applied.
+    ceiling : float or None
+        When infeasible: the best success the planned quantity can reach.
+    binding : str or None
+        When infeasible: the scenario key whose value caps success (``"verifier.miss"``,
+        ``"retries.total"``, ``"correlation"``, ``"checkpoints.rollbacks"``, ...).
+    reason : str or None
+        When infeasible: why, in words, with the ceiling and where possible the nearest design
+        that does reach the target.
+    details : mapping
+        Method notes: for ``allocation`` the method and the gap to the optimum where a bound is
+        known; for ``verifier`` the separate ``false_reject`` answer.
+    """
+
+    for_: str
+    value: int | float | tuple[int, ...] | None
+    success: float
+    expected_cost: float
+    feasible: bool
+    target: float
+    scenario: Scenario = field(repr=False)
+    ceiling: float | None = None
+    binding: str | None = None
+    reason: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def cost_per_success(self) -> float:
+        """``expected_cost / success``; infinite when success is 0."""
+        return cost_per_success(self.expected_cost, self.success)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``for``, ``value``, ``success``, ``expected_cost``, ``cost_per_success``,
+        ``feasible``, ``target``; ``ceiling``, ``binding`` and ``reason`` when infeasible;
+        ``details`` when there are any (a copy: the planners fill them with plain Python
+        values). Infinities become None (:func:`relsim.results.jsonable`)."""
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        out: dict[str, Any] = {
+            "for": self.for_,
+            "value": value,
+            "success": self.success,
+            "expected_cost": self.expected_cost,
+            "cost_per_success": self.cost_per_success,
+            "feasible": self.feasible,
+            "target": self.target,
+        }
+        if not self.feasible:
+            out["ceiling"] = self.ceiling
+            out["binding"] = self.binding
+            out["reason"] = self.reason
+        if self.details:
+            out["details"] = copy.deepcopy(dict(self.details))
+        return jsonable(out)
+
+    def to_frame(self) -> "pd.DataFrame":
+        """A one-row pandas DataFrame of :meth:`to_dict`: a budget list for ``allocation``
+        stays one cell (a list), ``details`` become ``details.<key>`` columns (nested
+        mappings ``details.<key>.<name>``)."""
+        import pandas as pd
+
+        row: dict[str, Any] = {}
+        for key, value in self.to_dict().items():
+            if key == "details":
+                row.update(_flatten(value, "details"))
+            else:
+                row[key] = value
+        return pd.DataFrame([row])
+
+
+def _flatten(mapping: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}.{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, name))
+        else:
+            out[name] = value
+    return out

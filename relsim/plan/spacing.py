@@ -1,0 +1,111 @@
+"""Checkpoint spacing: :func:`checkpoints`, the ``every = k`` of least expected cost that
+reaches a target."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relsim.errors import RelsimError
+from relsim.plan._common import (
+    EXHAUSTIVE_CHECKPOINTS,
+    TOLERANCE,
+    Plan,
+    _evaluate,
+    _goal,
+    _plan,
+    _with_every,
+)
+from relsim.plan.binding import _diagnose
+from relsim.results import Outcome
+from relsim.scenario import Scenario
+
+__all__ = ["checkpoints"]
+
+
+def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
+    r"""The checkpoint spacing ``every = k`` of least expected cost with success >= target.
+
+    The scenario must have a ``[checkpoints]`` table (its ``detect``, ``false_alarm``,
+    ``rollbacks``, ``at`` and ``final`` are kept). Every ``k`` in ``1..steps`` is tried up to
+    ``EXHAUSTIVE_CHECKPOINTS`` steps (exact); longer chains try a geometric grid of 16
+    spacings, then walk to the best neighbour while it improves, relying on the expected cost
+    being unimodal in ``k`` there. Ties go to the larger ``k``. With no verifier and plentiful,
+    free rollbacks, each segment of ``k`` steps is redone until clean, so per step
+
+    .. math:: \text{cost}(k) \approx \Bigl(1 + \frac{C}{k}\Bigr) p^{-k},
+              \qquad k^* \approx \sqrt{C/(1-p)},
+
+    the discrete analogue of Young's interval for a fault seen only at the checkpoint
+    (``C``: checkpoint cost in attempt units). :func:`relsim.formulas.checkpoint_interval`
+    gives Young's :math:`\sqrt{2C/(1-p)}`, for a fault seen when it happens (half a segment
+    lost on average); in this model the whole segment is redone, and the optimum is about
+    :math:`1/\sqrt{2}` of it.
+
+    Examples
+    --------
+    >>> s = Scenario.from_dict({"steps": 20, "p": 0.98, "checkpoints": {"every": 1,
+    ...     "final": True, "rollbacks": 4}, "cost": {"checkpoint": 2.0}})
+    >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
+    10
+    """
+    goal = _goal(scenario, target)
+    if scenario.checkpoints is None:
+        raise RelsimError(
+            "checkpoints: must be a [checkpoints] table in the scenario (with detect, "
+            "false_alarm and rollbacks; every is what is planned), got none"
+        )
+    n = scenario.steps
+    results: dict[int, Outcome] = {}
+
+    def outcome(k: int) -> Outcome:
+        if k not in results:
+            results[k] = _evaluate(_with_every(scenario, k))
+        return results[k]
+
+    if n <= EXHAUSTIVE_CHECKPOINTS:
+        candidates = list(range(1, n + 1))
+    else:
+        grid = {int(round(x)) for x in np.geomspace(1, n, 16)} | {n}
+        candidates = sorted(k for k in grid if 1 <= k <= n)
+    for k in candidates:
+        outcome(k)
+
+    def best_of() -> int | None:
+        feasible_ks = [k for k, o in results.items() if o.success >= goal - TOLERANCE]
+        if not feasible_ks:
+            return None
+        return min(feasible_ks, key=lambda k: (results[k].expected_cost, -k))
+
+    best = best_of()
+    if best is not None and n > EXHAUSTIVE_CHECKPOINTS:
+        while True:  # walk to the best neighbour until none improves
+            for k in (best - 1, best + 1):
+                if 1 <= k <= n:
+                    outcome(k)
+            new_best = best_of()
+            if new_best == best:
+                break
+            best = new_best
+    if best is not None:
+        return _plan("checkpoints", best, _with_every(scenario, best), goal, feasible=True)
+    top = max(results, key=lambda k: (results[k].success, k))
+    ceiling = results[top].success
+
+    def ceiling_of(candidate: Scenario) -> float:
+        return _evaluate(_with_every(candidate, top)).success
+
+    binding, reason = _diagnose(
+        scenario, goal, ceiling, "checkpoints", ceiling_of, skip={"checkpoints.every"}
+    )
+    return _plan(
+        "checkpoints",
+        top,
+        _with_every(scenario, top),
+        goal,
+        feasible=False,
+        ceiling=ceiling,
+        binding=binding,
+        reason=reason,
+    )
+
+
