@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -20,7 +21,9 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 from relsim import evalstats
-from relsim.evalstats import TrialDataWarning
+from relsim.errors import RelsimError
+from relsim.evalstats import TrialDataError, TrialDataWarning
+from relsim.evalstats.bootstrap import cluster_bootstrap
 
 # Coverage tests run 400 seeded replications. For an interval with exact 95% coverage the number
 # of covering replications is Binomial(400, 0.95), sd sqrt(.95 * .05 / 400) = 0.0109. We accept
@@ -122,9 +125,9 @@ def test_replicates_must_be_at_least_min_replicates():
     frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
     assert evalstats.MIN_REPLICATES == 100
     for bad in (1, 99, 0, 150.0, True):
-        with pytest.raises(ValueError, match=rf"replicates must be an integer >= 100, got {bad!r}"):
+        with pytest.raises(RelsimError, match=rf"^replicates: must be an integer >= 100, got {bad!r}$"):
             evalstats.analyze(frame, [1], replicates=bad)
-        with pytest.raises(ValueError, match=r"replicates must be an integer >= 100"):
+        with pytest.raises(RelsimError, match=r"^replicates: must be an integer >= 100, got "):
             evalstats.pass_k(evalstats.per_task(frame), [1], replicates=bad)
     assert evalstats.analyze(frame, [1], replicates=100).replicates == 100
 
@@ -230,7 +233,7 @@ def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
     assert steps["mean"] == 25
     assert steps["per_step_success"] == pytest.approx(per_step)
     plan = steps["plan"]
-    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)  # MODEL.md 2
+    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)  # docs/model.md section 2
     # brute force: least r with (1 - (1-p)^(r+1))^25 >= 0.95 (perfect verifier)
     r = next(r for r in range(100) if (1 - (1 - per_step) ** (r + 1)) ** 25 >= 0.95)
     assert plan["retries"] == r and plan["feasible"] is True
@@ -375,13 +378,8 @@ def test_bootstrap_is_seeded_and_chunking_does_not_matter():
     assert not first["ci_low"].equals(other["ci_low"])
     # many small chunks give the same replicate means (the draws are the same stream)
     values = np.random.default_rng(0).random((30, 2))
-    whole = evalstats._cluster_bootstrap(values, 400, np.random.default_rng(9))
-    original = evalstats._BOOTSTRAP_CHUNK_CELLS
-    try:
-        evalstats._BOOTSTRAP_CHUNK_CELLS = 30 * 7  # 7 replicates per chunk
-        chunked = evalstats._cluster_bootstrap(values, 400, np.random.default_rng(9))
-    finally:
-        evalstats._BOOTSTRAP_CHUNK_CELLS = original
+    whole = cluster_bootstrap(values, 400, np.random.default_rng(9))
+    chunked = cluster_bootstrap(values, 400, np.random.default_rng(9), chunk_cells=30 * 7)  # 7 per chunk
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
 
 
@@ -648,57 +646,94 @@ def test_file_and_dataframe_give_the_same_analysis(tmp_path):
 
 
 BAD_FILES = [
-    ("empty.csv", "", r"empty\.csv is empty"),
-    ("spaces.csv", "  \n\n", r"is empty"),
-    ("header.csv", "task,trial,success\n", r"header\.csv is empty: no trial rows"),
-    ("empty.jsonl", "\n", r"is empty"),
-    ("nosuccess.csv", "task,trial,score\na,1,1\n", r"missing column 'success'"),
-    ("notask.jsonl", '{"trial": 1, "success": 1}\n', r"missing column 'task'"),
-    ("twomissing.csv", "task,result\na,1\n", r"missing columns 'trial', 'success'"),
+    # (file name, its text, the error's message after "<path>" as a regular expression)
+    ("empty.csv", "", r": rows: must be at least one trial, got an empty file$"),
+    ("spaces.csv", "  \n\n", r": rows: must be at least one trial, got an empty file$"),
+    ("header.csv", "task,trial,success\n", r": rows: must be at least one trial, got none$"),
+    ("empty.jsonl", "\n", r": rows: must be at least one trial, got an empty file$"),
+    (
+        "nosuccess.csv",
+        "task,trial,score\na,1,1\n",
+        r": columns: must include task, trial and success \(optional cost, steps\), "
+        r"got 'task', 'trial', 'score' \(missing 'success'\)$",
+    ),
+    (
+        "typo.csv",
+        "task,trial,succes\na,1,1\n",
+        r": columns: must include .*\(missing 'success'; did you mean 'succes' for 'success'\?\)$",
+    ),
+    (
+        "notask.jsonl",
+        '{"trial": 1, "success": 1}\n',
+        r": columns: must include .*got 'trial', 'success' \(missing 'task'\)$",
+    ),
+    (
+        "twomissing.csv",
+        "task,result\na,1\n",
+        r": columns: must include .*\(missing 'trial', 'success'\)$",
+    ),
     (
         "blankcell.csv",
         "task,trial,success\na,1,1\na,2,\n",
-        r"line 3: missing value in column 'success'",
+        r" line 3: success: must be a value in every row, got nothing$",
     ),
     (
         "jsonlgap.jsonl",
         '{"task":"a","trial":1,"success":1}\n{"task":"a","trial":2}\n',
-        r"line 2: missing value in column 'success'",
+        r" line 2: success: must be a value in every row, got nothing$",
     ),
     (
         "nonbinary.csv",
         "task,trial,success\na,1,1\na,2,2\na,3,0.5\n",
-        r"line 3: success must be 0/1 or true/false.*got '2' \(1 more row like it\)",
+        r" line 3: success: must be 0/1 or true/false \(or a score with --threshold\), "
+        r"got '2' \(1 more row like it\)$",
     ),
     (
         "word.csv",
         "task,trial,success\na,1,maybe\n",
-        r"line 2: success must be 0/1 or true/false.*'maybe'",
+        r" line 2: success: must be 0/1 or true/false.*, got 'maybe'$",
     ),
     (
         "dup.csv",
         "task,trial,success\na,1,1\nb,1,0\na,1,0\n",
-        r"line 4: duplicate \(task, trial\) pair \('a', '1'\), first seen at line 2",
+        r" line 4: \(task, trial\): must be a pair not seen before, got 'a', '1' again "
+        r"\(first seen at line 2\)$",
     ),
     (
         "badjson.jsonl",
         '{"task":"a","trial":1,"success":1}\n{"task": "a",\n',
-        r"line 2: not valid JSON",
+        r" line 2: record: must be a JSON object, got text that is not valid JSON \(",
     ),
-    ("list.jsonl", "[1, 2, 3]\n", r"line 1: each line must be a JSON object"),
+    (
+        "list.jsonl",
+        "[1, 2, 3]\n",
+        r" line 1: record: must be a JSON object, got a JSON list \[1, 2, 3\]$",
+    ),
     (
         "negcost.csv",
         "task,trial,success,cost\na,1,1,-1\n",
-        r"line 2: cost must be a number >= 0, got '-1'",
+        r" line 2: cost: must be a number >= 0, got '-1'$",
     ),
-    ("infcost.csv", "task,trial,success,cost\na,1,1,inf\n", r"cost must be a number >= 0"),
-    ("zerosteps.csv", "task,trial,success,steps\na,1,1,0\n", r"line 2: steps must be a number > 0"),
-    ("ragged.csv", "task,trial,success\na,1,1\na,2,1,9\n", r"not a readable CSV file.*line 3"),
-    ("short.csv", "task,trial,success\na,1,1\na,2\n", r"line 3: missing value in column 'success'"),
+    ("infcost.csv", "task,trial,success,cost\na,1,1,inf\n", r" line 2: cost: must be a number >= 0, got 'inf'$"),
+    (
+        "zerosteps.csv",
+        "task,trial,success,steps\na,1,1,0\n",
+        r" line 2: steps: must be a number > 0, got '0'$",
+    ),
+    (
+        "ragged.csv",
+        "task,trial,success\na,1,1\na,2,1,9\n",
+        r": CSV: must be a readable CSV file, got .*line 3",
+    ),
+    (
+        "short.csv",
+        "task,trial,success\na,1,1\na,2\n",
+        r" line 3: success: must be a value in every row, got nothing$",
+    ),
     (
         "twice.csv",
         "task,trial,success,success\na,1,1,0\n",
-        r"column 'success' appears more than once",
+        r": columns: must name 'success' once, got it 2 times$",
     ),
 ]
 
@@ -706,7 +741,7 @@ BAD_FILES = [
 @pytest.mark.parametrize("name,text,message", BAD_FILES, ids=[case[0] for case in BAD_FILES])
 def test_bad_files_name_the_file_and_line(tmp_path, name, text, message):
     path = write(tmp_path / name, text)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(TrialDataError, match="^" + re.escape(str(path)) + message):
         evalstats.analyze(path)
 
 
@@ -728,7 +763,8 @@ NOT_UTF8 = [
 def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, name, data, line):
     path = tmp_path / name
     path.write_bytes(data)
-    with pytest.raises(ValueError, match=rf"{name} line {line}: not UTF-8 text \(byte 0x") as info:
+    pattern = rf"^{re.escape(str(path))} line {line}: text: must be UTF-8, got byte 0x[0-9a-f]{{2}} at"
+    with pytest.raises(TrialDataError, match=pattern) as info:
         evalstats.read_trials(path)
     assert not isinstance(info.value, UnicodeDecodeError)  # our message, not the codec's
 
@@ -742,63 +778,111 @@ def test_a_utf8_byte_order_mark_is_fine(tmp_path):
 def test_bad_threshold_scores_and_missing_file(tmp_path):
     path = write(tmp_path / "s.csv", "task,trial,success\na,1,0.3\na,2,true\n")
     with pytest.raises(
-        ValueError, match=r"line 3: success must be a numeric score with a threshold, got 'true'"
+        TrialDataError,
+        match=r" line 3: success: must be a numeric score with a threshold, got 'true'$",
     ):
         evalstats.read_trials(path, threshold=0.5)
-    with pytest.raises(ValueError, match="threshold must be a finite number"):
+    with pytest.raises(RelsimError, match=r"^threshold: must be a finite number, got nan$"):
         evalstats.read_trials(path, threshold=math.nan)
-    with pytest.raises(ValueError, match="no such file"):
-        evalstats.read_trials(tmp_path / "absent.csv")
+    absent = tmp_path / "absent.csv"
+    with pytest.raises(TrialDataError, match=rf"^{re.escape(str(absent))}: file: must exist, got no such file$"):
+        evalstats.read_trials(absent)
 
 
 def test_dataframe_rows_are_numbered_from_one():
     frame = pd.DataFrame({"task": ["a", "a"], "trial": [1, 2], "success": [1, 3]})
-    with pytest.raises(ValueError, match=r"trials row 2: success must be 0/1"):
+    with pytest.raises(TrialDataError, match=r"^trials row 2: success: must be 0/1 .*, got '3'$"):
         evalstats.read_trials(frame)
 
 
 def test_bad_arguments_name_the_argument_and_range():
+    # each message is "<key>: must be <allowed>, got <value>", whole (anchored at both ends)
     frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
     tasks = evalstats.per_task(frame)
     cases = [
-        (lambda: evalstats.analyze(frame, [4]), r"k must be in \[1, 3\].*got 4"),
-        (lambda: evalstats.analyze(frame, [0]), r"k must be in \[1, 3\].*got 0"),
-        (lambda: evalstats.analyze(frame, [1.5]), r"k must be integers >= 1"),
-        (lambda: evalstats.analyze(frame, []), r"k must name at least one value"),
+        (
+            lambda: evalstats.analyze(frame, [4]),
+            r"k: must be in \[1, 3\] \(the largest number of trials of a task\), got 4",
+        ),
+        (lambda: evalstats.analyze(frame, [0]), r"k: must be in \[1, 3\] .*, got 0"),
+        (lambda: evalstats.analyze(frame, [1.5]), r"k: must be integers >= 1, got \[1\.5\]"),
+        (lambda: evalstats.analyze(frame, []), r"k: must be at least one value, got \[\]"),
         (
             lambda: evalstats.analyze(frame, [1], replicates=0),
-            r"replicates must be an integer >= 100, got 0",
+            r"replicates: must be an integer >= 100, got 0",
         ),
-        (lambda: evalstats.analyze(frame, [1], confidence=1.0), r"confidence must be in \(0, 1\)"),
+        (
+            lambda: evalstats.analyze(frame, [1], confidence=1.0),
+            r"confidence: must be in \(0, 1\), got 1\.0",
+        ),
         (
             lambda: evalstats.analyze(frame, [1], interval="normal"),
-            r"interval must be one of bca, percentile",
+            r"interval: must be one of bca, percentile, got 'normal'",
         ),
-        (lambda: evalstats.analyze(frame, [1], target=0), r"target must be in \(0, 1\]"),
-        (lambda: evalstats.pass_k(tasks.drop(columns="successes"), [1]), r"missing 'successes'"),
-        (lambda: evalstats.success_rate(tasks.iloc[:0]), r"tasks is empty"),
+        (lambda: evalstats.analyze(frame, [1], target=0), r"target: must be in \(0, 1\], got 0"),
+        (
+            lambda: evalstats.pass_k(tasks.drop(columns="successes"), [1]),
+            r"tasks: must be a per-task table \(see per_task\) with columns 'trials' and "
+            r"'successes', got one missing 'successes'",
+        ),
+        (
+            lambda: evalstats.success_rate(tasks.iloc[:0]),
+            r"tasks: must hold at least one task, got none",
+        ),
+        (
+            lambda: evalstats.success_rate(tasks.assign(successes=[4, 2])),
+            r"tasks: must have trials >= 1 and 0 <= successes <= trials for every task, "
+            r"got trials 3 and successes 4 for task 'a'",
+        ),
+        (
+            lambda: evalstats.success_rate(tasks.assign(trials=[3.0, 3.0])),
+            r"tasks: must hold integer counts in 'trials' and 'successes', "
+            r"got dtypes float64 and int64",
+        ),
         (
             lambda: evalstats.compare(frame, trials_frame({"a": [1], "z": [0]})),
-            r"share 1 task; a paired comparison needs at least 2",
+            r"shared tasks: must be at least 2 for a paired comparison of baseline and "
+            r"candidate, got 1",
         ),
-        (lambda: evalstats.tasks_needed(0, 0.5), r"delta must be a nonzero number"),
+        (lambda: evalstats.tasks_needed(0, 0.5), r"delta: must be a nonzero number, got 0"),
         (
             lambda: evalstats.tasks_needed(0.3, 0.8),
-            r"delta must keep baseline \+ delta in \[0, 1\], i\.e\. delta in \[-0\.8, 0\.2\]",
+            r"delta: must be a number keeping baseline \+ delta in \[0, 1\], i\.e\. in "
+            r"\[-0\.8, 0\.2\], got 0\.3",
         ),
-        (lambda: evalstats.tasks_needed(0.1, 1.2), r"baseline must be in \[0, 1\]"),
+        (lambda: evalstats.tasks_needed(0.1, 1.2), r"baseline: must be in \[0, 1\], got 1\.2"),
         (
             lambda: evalstats.tasks_needed(0.1, 0.5, trials_per_task=0),
-            r"trials_per_task must be an integer >= 1",
+            r"trials_per_task: must be an integer >= 1, got 0",
         ),
-        (lambda: evalstats.tasks_needed(0.1, 0.5, alpha=0), r"alpha must be in \(0, 1\)"),
-        (lambda: evalstats.tasks_needed(0.1, 0.5, power=1), r"power must be in \(0, 1\)"),
+        (
+            lambda: evalstats.tasks_needed(0.1, 0.5, alpha=0),
+            r"alpha: must be in \(0, 1\), got 0",
+        ),
+        (
+            lambda: evalstats.tasks_needed(0.1, 0.5, power=1),
+            r"power: must be in \(0, 1\), got 1",
+        ),
         (
             lambda: evalstats.tasks_needed(0.1, 0.5, difference_sd=-0.1),
-            r"difference_sd must be a number >= 0",
+            r"difference_sd: must be a number >= 0, got -0\.1",
         ),
-        (lambda: evalstats.minimum_detectable_effect(0, 0.5), r"tasks must be an integer >= 1"),
+        (
+            lambda: evalstats.minimum_detectable_effect(0, 0.5),
+            r"tasks: must be an integer >= 1, got 0",
+        ),
     ]
     for call, message in cases:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(RelsimError, match=f"^{message}$"):
             call()
+
+
+def test_data_errors_are_trial_data_errors_and_argument_errors_are_not():
+    # both are RelsimError (the CLI's exit 2); TrialDataError says the data is at fault
+    assert issubclass(TrialDataError, RelsimError) and issubclass(RelsimError, ValueError)
+    frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
+    with pytest.raises(TrialDataError):
+        evalstats.read_trials(frame.assign(success=[1, 0, 2, 1, 1, 0]))
+    with pytest.raises(RelsimError) as info:
+        evalstats.analyze(frame, [1], target=2)
+    assert not isinstance(info.value, TrialDataError)
