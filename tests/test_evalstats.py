@@ -293,6 +293,48 @@ def test_steps_with_no_success_plan_nothing():
     assert steps["plan"]["retries"] is None and steps["plan"]["feasible"] is False
 
 
+def test_analysis_to_frame_is_one_row_of_to_dict():
+    # hand values: rates 0.5 and 1 -> mean 0.75, se = sd / sqrt(2) = 0.25; pass^2 of
+    # [1, 0] is 0 and of [1, 1] is 1 -> 0.5; cost 3 over 3 successes
+    frame = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[1.0, 0.5, 0.5, 1.0], steps=[4] * 4)
+    result = evalstats.analyze(frame, [1, 2], replicates=100, seed=1)
+    row = result.to_frame()
+    assert len(row) == 1
+    assert row["tasks"].iat[0] == 2 and row["trials"].iat[0] == 4
+    assert row["success_mean"].iat[0] == 0.75 and row["success_se"].iat[0] == pytest.approx(0.25)
+    assert row["pass_hat_k_2_estimate"].iat[0] == 0.5
+    assert row["pass_at_k_2_excluded_tasks"].iat[0] == 0
+    assert row["cost_per_success"].iat[0] == 1.0
+    assert row["steps_plan_steps"].iat[0] == 4 and row["steps_plan_feasible"].iat[0]
+    assert row["bootstrap_replicates"].iat[0] == 100 and row["bootstrap_interval"].iat[0] == "bca"
+    # every number of to_dict is in the row, under its joined key ("ci" split in low, high)
+    flat = {}
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}_{key}" if prefix else key, inner)
+        elif isinstance(value, list):
+            flat[f"{prefix}_low"], flat[f"{prefix}_high"] = value
+        else:
+            flat[prefix] = value
+
+    walk("", result.to_dict())
+    assert list(row.columns) == list(flat)
+    for key, value in flat.items():
+        assert row[key].iat[0] == value, key
+    # undefined numbers are NaN in the frame (None in JSON); no success: infinite cost
+    with pytest.warns(TrialDataWarning, match="only one task"):
+        lonely = evalstats.analyze(trials_frame({"x": [0, 0]}, cost=[1.0, 1.0]), [1], replicates=100)
+    one = lonely.to_frame()
+    assert math.isnan(one["success_se"].iat[0]) and math.isnan(one["pass_at_k_1_ci_low"].iat[0])
+    assert one["cost_per_success"].iat[0] == math.inf
+    assert lonely.to_dict()["cost_per_success"] is None
+    # rows of several analyses stack into one table
+    both = pd.concat([row, result.to_frame()], ignore_index=True)
+    assert both.shape == (2, row.shape[1])
+
+
 # ---------------------------------------------------------------------------------- bootstrap
 
 
@@ -381,6 +423,84 @@ def test_bootstrap_is_seeded_and_chunking_does_not_matter():
     whole = cluster_bootstrap(values, 400, np.random.default_rng(9))
     chunked = cluster_bootstrap(values, 400, np.random.default_rng(9), chunk_cells=30 * 7)  # 7 per chunk
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
+
+
+def scipy_bca(values, replicates, seed, confidence=0.95):
+    """scipy's BCa interval of the mean over eligible tasks (NaN: not eligible)."""
+    result = stats.bootstrap(
+        (values,),
+        lambda x, axis: np.nanmean(x, axis=axis),
+        vectorized=True,
+        n_resamples=replicates,
+        confidence_level=confidence,
+        method="BCa",
+        rng=np.random.default_rng(seed),
+    )
+    return result.confidence_interval.low, result.confidence_interval.high
+
+
+@pytest.mark.parametrize("fewest_trials", [3, 1], ids=["all-eligible", "some-excluded"])
+def test_bca_interval_agrees_with_scipy(fewest_trials):
+    # 40 tasks, p ~ Beta(0.6, 1.2), 3..7 trials (or 1..7, so some tasks have fewer than k = 3):
+    # skewed per-task pass^3 values, where BCa and percentile intervals differ. Both sides get
+    # the same per-task values (by enumeration of 3-subsets); scipy.stats.bootstrap
+    # (method="BCa", the mean over eligible tasks as its statistic) is run with its own random
+    # draws, so the two agree up to Monte Carlo error. Tolerance: 5 standard errors of the
+    # difference of the two means over SEEDS seeds each, each side's standard error measured
+    # here as the sd of its endpoints over those seeds / sqrt(SEEDS).
+    seeds, replicates, k = 12, 10_000, 3
+    rng = np.random.default_rng(12)
+    p = rng.beta(0.6, 1.2, 40)
+    counts = rng.integers(fewest_trials, 8, 40)
+    outcome_lists = [[int(v) for v in rng.random(n) < p_i] for n, p_i in zip(counts, p)]
+    frame = trials_frame({f"t{i}": r for i, r in enumerate(outcome_lists)})
+    values = np.array(
+        [brute_force_pass(r, k) if len(r) >= k else (np.nan, np.nan) for r in outcome_lists]
+    )
+
+    def ours(interval):
+        out = []
+        for seed in range(seeds):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TrialDataWarning)
+                table = evalstats.analyze(
+                    frame, [k], replicates=replicates, seed=seed, interval=interval
+                ).pass_k
+            out.append(table[["ci_low", "ci_high"]].to_numpy())  # rows: pass@3, pass^3
+        return np.array(out)
+
+    bca, percentile = ours("bca"), ours("percentile")
+    reference = np.array(
+        [
+            [scipy_bca(values[:, metric], replicates, 1000 + seed) for metric in (0, 1)]
+            for seed in range(seeds)
+        ]
+    )
+    tolerance = 5 * np.sqrt(bca.var(axis=0, ddof=1) / seeds + reference.var(axis=0, ddof=1) / seeds)
+    difference = bca.mean(axis=0) - reference.mean(axis=0)
+    assert (np.abs(difference) <= tolerance).all(), difference / tolerance
+    # negative control: the percentile interval of pass^3 is caught as a different interval
+    off = np.abs(percentile.mean(axis=0) - reference.mean(axis=0))[1]
+    assert (off > tolerance[1]).all(), off / tolerance[1]
+
+
+def test_interval_helpers_by_hand():
+    from relsim import intervals
+
+    mean, se = intervals.mean_se([1.0, 0.5, 0.25, 0.0])
+    assert mean == 0.4375
+    assert se == pytest.approx(math.sqrt((0.5625**2 + 0.0625**2 + 0.1875**2 + 0.4375**2) / 3) / 2)
+    assert math.isnan(intervals.mean_se([0.3])[1])
+    t975_df3 = 3.182446305284263  # t(0.975, 3), from statistical tables
+    assert intervals.t_interval(0.5, 0.1, 4) == pytest.approx((0.5 - t975_df3 * 0.1, 0.5 + t975_df3 * 0.1))
+    assert all(math.isnan(x) for x in intervals.t_interval(0.5, math.nan, 1))
+    # the percentile interval is numpy's linear quantiles: of 0..100, 2.5 and 97.5
+    assert intervals.percentile_interval(np.arange(101.0)) == pytest.approx((2.5, 97.5))
+    # BCa with no bias (half the replicates below) and no skew (a = 0) is the percentile one
+    symmetric = np.arange(101.0)
+    assert intervals.bca_interval(symmetric, 50.0, [1.0, 2.0, 3.0]) == pytest.approx((2.5, 97.5))
+    assert intervals.bca_interval([0.7] * 50, 0.7, [0.7, 0.7]) == (0.7, 0.7)
+    assert all(math.isnan(x) for x in intervals.bca_interval([math.nan], 0.5, [0.5, 0.5]))
 
 
 # ---------------------------------------------------------------------------------- coverage
@@ -500,6 +620,14 @@ def test_compare_by_hand():
     assert set(out) == {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"}
     assert json.loads(json.dumps(out)) == out
     assert list(result.per_task.columns) == ["baseline", "candidate", "difference"]
+    frame = result.to_frame()
+    assert list(frame.columns) == [
+        "tasks", "baseline", "candidate", "difference", "se", "ci_low", "ci_high", "p_value"
+    ]
+    assert len(frame) == 1 and frame["tasks"].iat[0] == 4
+    assert frame["se"].iat[0] == pytest.approx(se)
+    assert frame["ci_low"].iat[0] == pytest.approx(0.2 - t975_df3 * se)
+    assert frame["ci_high"].iat[0] == pytest.approx(0.2 + t975_df3 * se)
 
 
 def test_compare_warns_about_unshared_tasks_and_uses_the_shared_ones():
