@@ -78,8 +78,9 @@ def mean_se(values: Any) -> tuple[float, float]:
 
     Examples
     --------
-    >>> mean_se([1.0, 0.5, 0.0])
-    (0.5, 0.28867513459481287)
+    >>> mean, se = mean_se([1.0, 0.5, 0.0])  # s = 0.5, se = 0.5 / sqrt(3)
+    >>> mean, round(se, 6)
+    (0.5, 0.288675)
     """
     import numpy as np
 

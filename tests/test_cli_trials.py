@@ -241,7 +241,8 @@ def test_analyze_bad_options_exit_2(tmp_path, capsys, argv, message):
 
 def test_analyze_missing_file_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "analyze", str(tmp_path / "absent.csv"))
-    assert code == 2 and err == f"relsim: error: {tmp_path / 'absent.csv'}: file: must exist, got no such file\n"
+    absent = tmp_path / "absent.csv"
+    assert code == 2 and err == f"relsim: error: {absent}: file: must exist, got no such file\n"
 
 
 def test_compare_json_shape_values_and_warning(tmp_path, capsys):

@@ -125,7 +125,8 @@ def test_replicates_must_be_at_least_min_replicates():
     frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
     assert evalstats.MIN_REPLICATES == 100
     for bad in (1, 99, 0, 150.0, True):
-        with pytest.raises(RelsimError, match=rf"^replicates: must be an integer >= 100, got {bad!r}$"):
+        message = rf"^replicates: must be an integer >= 100, got {bad!r}$"
+        with pytest.raises(RelsimError, match=message):
             evalstats.analyze(frame, [1], replicates=bad)
         with pytest.raises(RelsimError, match=r"^replicates: must be an integer >= 100, got "):
             evalstats.pass_k(evalstats.per_task(frame), [1], replicates=bad)
@@ -233,7 +234,8 @@ def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
     assert steps["mean"] == 25
     assert steps["per_step_success"] == pytest.approx(per_step)
     plan = steps["plan"]
-    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)  # docs/model.md section 2
+    # docs/model.md section 2: 25 steps at target 0.95 need 0.997950 per step
+    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)
     # brute force: least r with (1 - (1-p)^(r+1))^25 >= 0.95 (perfect verifier)
     r = next(r for r in range(100) if (1 - (1 - per_step) ** (r + 1)) ** 25 >= 0.95)
     assert plan["retries"] == r and plan["feasible"] is True
@@ -325,7 +327,9 @@ def test_analysis_to_frame_is_one_row_of_to_dict():
         assert row[key].iat[0] == value, key
     # undefined numbers are NaN in the frame (None in JSON); no success: infinite cost
     with pytest.warns(TrialDataWarning, match="only one task"):
-        lonely = evalstats.analyze(trials_frame({"x": [0, 0]}, cost=[1.0, 1.0]), [1], replicates=100)
+        lonely = evalstats.analyze(
+            trials_frame({"x": [0, 0]}, cost=[1.0, 1.0]), [1], replicates=100
+        )
     one = lonely.to_frame()
     assert math.isnan(one["success_se"].iat[0]) and math.isnan(one["pass_at_k_1_ci_low"].iat[0])
     assert one["cost_per_success"].iat[0] == math.inf
@@ -421,7 +425,8 @@ def test_bootstrap_is_seeded_and_chunking_does_not_matter():
     # many small chunks give the same replicate means (the draws are the same stream)
     values = np.random.default_rng(0).random((30, 2))
     whole = cluster_bootstrap(values, 400, np.random.default_rng(9))
-    chunked = cluster_bootstrap(values, 400, np.random.default_rng(9), chunk_cells=30 * 7)  # 7 per chunk
+    seven_per_chunk = 30 * 7  # replicates per chunk times tasks
+    chunked = cluster_bootstrap(values, 400, np.random.default_rng(9), chunk_cells=seven_per_chunk)
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
 
 
@@ -492,7 +497,8 @@ def test_interval_helpers_by_hand():
     assert se == pytest.approx(math.sqrt((0.5625**2 + 0.0625**2 + 0.1875**2 + 0.4375**2) / 3) / 2)
     assert math.isnan(intervals.mean_se([0.3])[1])
     t975_df3 = 3.182446305284263  # t(0.975, 3), from statistical tables
-    assert intervals.t_interval(0.5, 0.1, 4) == pytest.approx((0.5 - t975_df3 * 0.1, 0.5 + t975_df3 * 0.1))
+    expected = (0.5 - t975_df3 * 0.1, 0.5 + t975_df3 * 0.1)
+    assert intervals.t_interval(0.5, 0.1, 4) == pytest.approx(expected)
     assert all(math.isnan(x) for x in intervals.t_interval(0.5, math.nan, 1))
     # the percentile interval is numpy's linear quantiles: of 0..100, 2.5 and 97.5
     assert intervals.percentile_interval(np.arange(101.0)) == pytest.approx((2.5, 97.5))
@@ -842,7 +848,11 @@ BAD_FILES = [
         "task,trial,success,cost\na,1,1,-1\n",
         r" line 2: cost: must be a number >= 0, got '-1'$",
     ),
-    ("infcost.csv", "task,trial,success,cost\na,1,1,inf\n", r" line 2: cost: must be a number >= 0, got 'inf'$"),
+    (
+        "infcost.csv",
+        "task,trial,success,cost\na,1,1,inf\n",
+        r" line 2: cost: must be a number >= 0, got 'inf'$",
+    ),
     (
         "zerosteps.csv",
         "task,trial,success,steps\na,1,1,0\n",
@@ -891,7 +901,8 @@ NOT_UTF8 = [
 def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, name, data, line):
     path = tmp_path / name
     path.write_bytes(data)
-    pattern = rf"^{re.escape(str(path))} line {line}: text: must be UTF-8, got byte 0x[0-9a-f]{{2}} at"
+    where = re.escape(str(path))
+    pattern = rf"^{where} line {line}: text: must be UTF-8, got byte 0x[0-9a-f]{{2}} at byte "
     with pytest.raises(TrialDataError, match=pattern) as info:
         evalstats.read_trials(path)
     assert not isinstance(info.value, UnicodeDecodeError)  # our message, not the codec's
@@ -913,7 +924,8 @@ def test_bad_threshold_scores_and_missing_file(tmp_path):
     with pytest.raises(RelsimError, match=r"^threshold: must be a finite number, got nan$"):
         evalstats.read_trials(path, threshold=math.nan)
     absent = tmp_path / "absent.csv"
-    with pytest.raises(TrialDataError, match=rf"^{re.escape(str(absent))}: file: must exist, got no such file$"):
+    message = rf"^{re.escape(str(absent))}: file: must exist, got no such file$"
+    with pytest.raises(TrialDataError, match=message):
         evalstats.read_trials(absent)
 
 

@@ -32,10 +32,10 @@ Conventions
 
 The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``estimators``
 (per-task table, success mean, pass@k and pass^k), ``bootstrap`` (the cluster bootstrap; its
-intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`), ``comparison`` (:func:`compare`) and
-``power``. Results are pandas objects or frozen result objects with ``to_dict()`` (the JSON
-the command line prints) and ``to_frame()``. pandas and scipy are imported inside the
-functions that use them.
+intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`), ``comparison``
+(:func:`compare`) and ``power``. Results are pandas objects or frozen result objects with
+``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
+scipy are imported inside the functions that use them.
 """
 
 from __future__ import annotations

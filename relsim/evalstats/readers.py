@@ -99,8 +99,8 @@ def read_trials(
     repeated = sorted({c for c in columns if columns.count(c) > 1 and c in _KNOWN_COLUMNS})
     if repeated:
         raise TrialDataError(
-            f"{name}: columns: must name {repeated[0]!r} once, got it {columns.count(repeated[0])} "
-            "times"
+            f"{name}: columns: must name {repeated[0]!r} once, "
+            f"got it {columns.count(repeated[0])} times"
         )
     if len(lines) == 0:
         raise TrialDataError(f"{name}: rows: must be at least one trial, got none")
