@@ -210,6 +210,11 @@ def test_bad_threshold_scores_and_missing_file(tmp_path):
         evalstats.read_trials(path, threshold=0.5)
     with pytest.raises(RelsimError, match=r"^threshold: must be a finite number, got nan$"):
         evalstats.read_trials(path, threshold=math.nan)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    message = rf"^{re.escape(str(folder))}: file: must exist, got a directory$"
+    with pytest.raises(TrialDataError, match=message):
+        evalstats.read_trials(folder)
     absent = tmp_path / "absent.csv"
     message = rf"^{re.escape(str(absent))}: file: must exist, got no such file$"
     with pytest.raises(TrialDataError, match=message):
@@ -241,6 +246,10 @@ def test_bad_arguments_name_the_argument_and_range():
         (
             lambda: evalstats.analyze(frame, [1], confidence=1.0),
             r"confidence: must be in \(0, 1\), got 1\.0",
+        ),
+        (
+            lambda: evalstats.analyze(frame, [1], seed=-1),
+            r"seed: must be an integer >= 0, a numpy SeedSequence or Generator, or None, got -1",
         ),
         (
             lambda: evalstats.analyze(frame, [1], interval="normal"),

@@ -239,8 +239,14 @@ def pass_k_table(
         hat_k[usable] = formulas.pass_hat_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
         values[:, column] = at_k[inverse]
         values[:, len(ks) + column] = hat_k[inverse]
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError):
+        raise invalid(
+            "seed", "an integer >= 0, a numpy SeedSequence or Generator, or None", seed
+        ) from None
     estimates = np.nanmean(values, axis=0)
-    replicate_means = bootstrap.cluster_bootstrap(values, replicates, np.random.default_rng(seed))
+    replicate_means = bootstrap.cluster_bootstrap(values, replicates, rng)
     eligible_counts = np.array([(n >= k).sum() for k in ks] * 2)
     low, high = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
     for column in np.flatnonzero(eligible_counts >= 2):

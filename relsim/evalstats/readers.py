@@ -194,7 +194,8 @@ def _read_file(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     import pandas as pd
 
     if not path.is_file():
-        raise TrialDataError(f"{path}: file: must exist, got no such file")
+        found = "a directory" if path.is_dir() else "no such file"
+        raise TrialDataError(f"{path}: file: must exist, got {found}")
     try:
         with path.open("r", encoding="utf-8-sig") as handle:
             first = handle.read(4096).lstrip()
