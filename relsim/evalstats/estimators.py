@@ -6,7 +6,6 @@ the task as the unit of sampling (see ``relsim.evalstats``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
