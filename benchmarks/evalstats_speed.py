@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from relsim import evalstats
+from relsim.evalstats.bootstrap import cluster_bootstrap
 
 REPLICATES = 2000
 
@@ -45,12 +46,15 @@ def main() -> None:
     for tasks in (100, 1000, 10000):
         values = np.random.default_rng(0).random((tasks, 6))
         fast = best_of(
-            lambda: evalstats._cluster_bootstrap(values, REPLICATES, np.random.default_rng(1))
+            lambda: cluster_bootstrap(values, REPLICATES, np.random.default_rng(1))
         )
         slow = best_of(
             lambda: loop_bootstrap(values, REPLICATES, np.random.default_rng(1)), repeat=1
         )
-        print(f"{tasks:>6} {REPLICATES / fast:>18,.0f} {REPLICATES / slow:>12,.0f} {slow / fast:>6.1f}x")
+        print(
+            f"{tasks:>6} {REPLICATES / fast:>18,.0f} {REPLICATES / slow:>12,.0f} "
+            f"{slow / fast:>6.1f}x"
+        )
 
     print("\nanalyze end to end, k = 1,3,5")
     print(f"{'tasks x trials':>15} {'rows':>8} {'total s':>8} {'read s':>7} {'rows/s':>10}")
@@ -70,7 +74,8 @@ def main() -> None:
             read = best_of(lambda: evalstats.read_trials(path), repeat=2)
             whole = best_of(lambda: evalstats.analyze(path, [1, 3, 5]), repeat=2)
             rows = tasks * trials
-            print(f"{f'{tasks} x {trials}':>15} {rows:>8} {whole:>8.2f} {read:>7.2f} {rows / whole:>10,.0f}")
+            size = f"{tasks} x {trials}"
+            print(f"{size:>15} {rows:>8} {whole:>8.2f} {read:>7.2f} {rows / whole:>10,.0f}")
 
 
 if __name__ == "__main__":

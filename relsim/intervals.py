@@ -2,15 +2,26 @@ r"""Standard errors and confidence intervals, one home for every engine and esti
 
 The Monte Carlo engine reports binomial standard errors with Wilson intervals for its
 proportions and normal intervals for its means; the trial-data statistics (``evalstats``)
-build their clustered and bootstrap intervals here too, so one formula has one definition.
-Only the standard library and numpy are imported at module level; scipy where it is needed.
+take their standard errors and t intervals of means and their percentile and BCa bootstrap
+intervals from here, so one formula has one definition. Only the standard library is
+imported at module level; numpy and scipy inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["Z95", "binomial_se", "normal_interval", "wilson"]
+__all__ = [
+    "Z95",
+    "bca_interval",
+    "binomial_se",
+    "mean_se",
+    "normal_interval",
+    "percentile_interval",
+    "t_interval",
+    "wilson",
+]
 
 #: The two-sided 95% normal quantile, ``Phi^{-1}(0.975)``.
 Z95 = 1.959963984540054
@@ -57,3 +68,123 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 def normal_interval(value: float, se: float, z: float = Z95) -> tuple[float, float]:
     r"""The normal interval :math:`\text{value} \pm z\,\text{se}`."""
     return (value - z * se, value + z * se)
+
+
+def mean_se(values: Any) -> tuple[float, float]:
+    r"""The mean of ``values`` and its standard error :math:`s/\sqrt n`, ``s`` with ddof=1.
+
+    The standard error is NaN with fewer than two values (one value shows no spread); the
+    mean is NaN with none.
+
+    Examples
+    --------
+    >>> mean, se = mean_se([1.0, 0.5, 0.0])  # s = 0.5, se = 0.5 / sqrt(3)
+    >>> mean, round(se, 6)
+    (0.5, 0.288675)
+    """
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    count = values.size
+    mean = float(values.mean()) if count else math.nan
+    se = float(values.std(ddof=1) / math.sqrt(count)) if count > 1 else math.nan
+    return mean, se
+
+
+def t_interval(mean: float, se: float, count: int, confidence: float = 0.95) -> tuple[float, float]:
+    r"""The t interval of a mean of ``count`` values,
+    :math:`\bar x \pm t_{(1+\gamma)/2,\,\text{count}-1}\,\mathrm{se}` (:math:`\gamma` the
+    confidence); NaN at both ends with fewer than two values.
+
+    Examples
+    --------
+    >>> [round(x, 6) for x in t_interval(0.5, 0.1, 4)]  # t(0.975, 3) = 3.182446
+    [0.181755, 0.818245]
+    """
+    if count < 2:
+        return (math.nan, math.nan)
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + confidence / 2, count - 1)) * se
+    return (mean - half, mean + half)
+
+
+def percentile_interval(replicates: Any, confidence: float = 0.95) -> tuple[float, float]:
+    r"""The percentile interval of bootstrap ``replicates``: their :math:`(1\mp\gamma)/2`
+    quantiles (numpy's linear interpolation). NaN replicates are dropped; NaN at both ends
+    when none is left.
+    """
+    import numpy as np
+
+    replicates = np.asarray(replicates, dtype=float)
+    replicates = replicates[~np.isnan(replicates)]
+    if replicates.size == 0:
+        return (math.nan, math.nan)
+    low, high = np.quantile(replicates, [0.5 - confidence / 2, 0.5 + confidence / 2])
+    return (float(low), float(high))
+
+
+def bca_interval(
+    replicates: Any, estimate: float, jackknife: Any, confidence: float = 0.95
+) -> tuple[float, float]:
+    r"""The bias-corrected and accelerated (BCa) bootstrap interval (Efron 1987).
+
+    It takes the quantiles of the replicates :math:`\theta^*` at
+
+    .. math::
+
+        \alpha_{\pm} = \Phi\Bigl(z_0 + \frac{z_0 + z_\pm}{1 - a (z_0 + z_\pm)}\Bigr),
+        \qquad z_0 = \Phi^{-1}\bigl(\Pr{}^*(\theta^* < \hat\theta)\bigr), \qquad
+        a = \frac{\sum_i U_i^3}{6 (\sum_i U_i^2)^{3/2}},
+
+    with :math:`z_\pm = \Phi^{-1}((1\pm\gamma)/2)`, :math:`U_i = \bar\theta_{(\cdot)} -
+    \theta_{(i)}` the jackknife influence of observation :math:`i` and
+    :math:`\theta_{(i)}` the statistic with observation :math:`i` left out (``a`` does not
+    change with the scale of :math:`U`, so the usual factor :math:`n-1` is left out). This is
+    ``scipy.stats.bootstrap(method="BCa")`` given the same replicates, with two guards for
+    discrete data: replicates equal to :math:`\hat\theta` up to rounding count as half below,
+    and :math:`\Pr^*` is kept within :math:`[1/2B, 1 - 1/2B]` so :math:`z_0` stays finite.
+
+    Parameters
+    ----------
+    replicates : array_like
+        The statistic on each bootstrap resample; NaN entries (resamples where it is not
+        defined) are dropped.
+    estimate : float
+        :math:`\hat\theta`, the statistic on the data.
+    jackknife : array_like
+        :math:`\theta_{(i)}` for each observation.
+    confidence : float
+        :math:`\gamma`, in (0, 1).
+
+    Returns
+    -------
+    (float, float)
+        NaN at both ends without replicates; the point when every replicate is the same.
+    """
+    import numpy as np
+    from scipy.stats import norm
+
+    replicates = np.asarray(replicates, dtype=float)
+    replicates = replicates[~np.isnan(replicates)]
+    tails = np.array([0.5 - confidence / 2, 0.5 + confidence / 2])
+    if replicates.size == 0:
+        return (math.nan, math.nan)
+    if replicates.max() > replicates.min():
+        count = replicates.size
+        # resample statistics of discrete data often tie with the estimate: count ties as
+        # half (scipy's rule), "equal" meaning equal up to rounding
+        tie = np.abs(replicates - estimate) <= 1e-9 * max(1.0, abs(estimate))
+        below = (
+            np.count_nonzero(~tie & (replicates < estimate)) + 0.5 * np.count_nonzero(tie)
+        ) / count
+        bias = norm.ppf(min(max(below, 0.5 / count), 1 - 0.5 / count))
+        jackknife = np.asarray(jackknife, dtype=float)
+        influence = jackknife.mean() - jackknife
+        spread = float(np.sum(influence**2))
+        acceleration = float(np.sum(influence**3)) / (6.0 * spread**1.5) if spread > 0 else 0.0
+        z = norm.ppf(tails)
+        tails = norm.cdf(bias + (bias + z) / (1.0 - acceleration * (bias + z)))
+        tails = np.clip(np.nan_to_num(tails, nan=0.5), 0.0, 1.0)
+    low, high = np.quantile(replicates, tails)
+    return (float(low), float(high))

@@ -136,7 +136,7 @@ def test_analyze_file_that_is_not_utf8_names_it(tmp_path, capsys):
     path.write_bytes(b"task,trial,success\na,1,1\n\xff\xfe,1,0\n")
     code, out, err = run(capsys, "analyze", str(path))
     assert code == 2 and out == ""
-    assert err.startswith(f"relsim: error: {path} line 3: not UTF-8 text (byte 0xff")
+    assert err.startswith(f"relsim: error: {path} line 3: text: must be UTF-8, got byte 0xff")
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -192,30 +192,33 @@ def test_analyze_jsonl_with_threshold(tmp_path, capsys):
     assert code == 0
     assert json.loads(out)["success"]["mean"] == pytest.approx(0.5)  # a: 1/2, b: 1/2
     code, _, err = run(capsys, "analyze", path)  # scores without --threshold
-    assert code == 2 and "line 1: success must be 0/1 or true/false" in err
+    assert code == 2 and "line 1: success: must be 0/1 or true/false" in err
 
 
 @pytest.mark.parametrize(
     "text,message",
     [
-        ("", "is empty"),
-        ("task,trial\na,1\n", "missing column 'success'"),
-        ("task,trial,success\na,1,1\na,1,0\n", "line 3: duplicate (task, trial) pair"),
-        ("task,trial,success\na,1,yes\n", "line 2: success must be 0/1 or true/false"),
+        ("", ": rows: must be at least one trial, got an empty file"),
+        ("task,trial\na,1\n", ": columns: must include task, trial and success"),
+        (
+            "task,trial,success\na,1,1\na,1,0\n",
+            " line 3: (task, trial): must be a pair not seen before, got 'a', '1' again",
+        ),
+        ("task,trial,success\na,1,yes\n", " line 2: success: must be 0/1 or true/false"),
     ],
 )
 def test_analyze_bad_files_exit_2_with_one_line(tmp_path, capsys, text, message):
     path = write(tmp_path / "bad.csv", text)
     code, out, err = run(capsys, "analyze", path)
     assert code == 2 and out == ""
-    assert err.startswith("relsim: error: ") and message in err
+    assert err.startswith(f"relsim: error: {path}{message}")
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--k", "5"], "k must be in [1, 4]"),
+        (["--k", "5"], "relsim: error: k: must be in [1, 4]"),
         (["--k", "0"], "argument --k: must be a comma-separated list of integers >= 1"),
         (["--replicates", "0"], "argument --replicates: must be an integer >= 100, got '0'"),
         (["--replicates", "1"], "argument --replicates: must be an integer >= 100, got '1'"),
@@ -238,7 +241,8 @@ def test_analyze_bad_options_exit_2(tmp_path, capsys, argv, message):
 
 def test_analyze_missing_file_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "analyze", str(tmp_path / "absent.csv"))
-    assert code == 2 and "no such file" in err
+    absent = tmp_path / "absent.csv"
+    assert code == 2 and err == f"relsim: error: {absent}: file: must exist, got no such file\n"
 
 
 def test_compare_json_shape_values_and_warning(tmp_path, capsys):
@@ -273,7 +277,10 @@ def test_compare_text_and_errors(tmp_path, capsys):
     assert code == 0 and err == "" and "difference   +0.0000" in out
     lonely = write(tmp_path / "lonely.csv", csv_of({"a": [1, 0], "z": [1, 1]}))
     code, out, err = run(capsys, "compare", base, lonely)
-    assert code == 2 and "share 1 task; a paired comparison needs at least 2" in err
+    assert code == 2 and err == (
+        "relsim: error: shared tasks: must be at least 2 for a paired comparison of baseline "
+        "and candidate, got 1\n"
+    )
 
 
 def test_power_tasks_json(capsys):
@@ -359,7 +366,10 @@ def test_power_bad_options_exit_2(capsys, argv, message):
 def test_power_delta_out_of_range_is_a_value_error_exit_2(capsys):
     code, out, err = run(capsys, "power", "--delta", "0.4", "--baseline", "0.8")
     assert code == 2 and out == ""
-    assert "delta must keep baseline + delta in [0, 1]" in err
+    assert err == (
+        "relsim: error: delta: must be a number keeping baseline + delta in [0, 1], "
+        "i.e. in [-0.8, 0.2], got 0.4\n"
+    )
 
 
 def test_commands_are_listed_in_help(capsys):

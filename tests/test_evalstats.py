@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 from relsim import evalstats
+from relsim.errors import RelsimError
 from relsim.evalstats import TrialDataWarning
+from relsim.evalstats.bootstrap import cluster_bootstrap
 
 # Coverage tests run 400 seeded replications. For an interval with exact 95% coverage the number
 # of covering replications is Binomial(400, 0.95), sd sqrt(.95 * .05 / 400) = 0.0109. We accept
@@ -122,9 +124,10 @@ def test_replicates_must_be_at_least_min_replicates():
     frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
     assert evalstats.MIN_REPLICATES == 100
     for bad in (1, 99, 0, 150.0, True):
-        with pytest.raises(ValueError, match=rf"replicates must be an integer >= 100, got {bad!r}"):
+        message = rf"^replicates: must be an integer >= 100, got {bad!r}$"
+        with pytest.raises(RelsimError, match=message):
             evalstats.analyze(frame, [1], replicates=bad)
-        with pytest.raises(ValueError, match=r"replicates must be an integer >= 100"):
+        with pytest.raises(RelsimError, match=r"^replicates: must be an integer >= 100, got "):
             evalstats.pass_k(evalstats.per_task(frame), [1], replicates=bad)
     assert evalstats.analyze(frame, [1], replicates=100).replicates == 100
 
@@ -230,7 +233,8 @@ def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
     assert steps["mean"] == 25
     assert steps["per_step_success"] == pytest.approx(per_step)
     plan = steps["plan"]
-    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)  # MODEL.md 2
+    # docs/model.md section 2: 25 steps at target 0.95 need 0.997950 per step
+    assert plan["required_step_success"] == pytest.approx(0.997950, abs=5e-7)
     # brute force: least r with (1 - (1-p)^(r+1))^25 >= 0.95 (perfect verifier)
     r = next(r for r in range(100) if (1 - (1 - per_step) ** (r + 1)) ** 25 >= 0.95)
     assert plan["retries"] == r and plan["feasible"] is True
@@ -288,6 +292,50 @@ def test_steps_with_no_success_plan_nothing():
     steps = evalstats.analyze(tasks, [1], replicates=100).steps
     assert steps["mean"] == 4 and steps["per_step_success"] == 0
     assert steps["plan"]["retries"] is None and steps["plan"]["feasible"] is False
+
+
+def test_analysis_to_frame_is_one_row_of_to_dict():
+    # hand values: rates 0.5 and 1 -> mean 0.75, se = sd / sqrt(2) = 0.25; pass^2 of
+    # [1, 0] is 0 and of [1, 1] is 1 -> 0.5; cost 3 over 3 successes
+    frame = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[1.0, 0.5, 0.5, 1.0], steps=[4] * 4)
+    result = evalstats.analyze(frame, [1, 2], replicates=100, seed=1)
+    row = result.to_frame()
+    assert len(row) == 1
+    assert row["tasks"].iat[0] == 2 and row["trials"].iat[0] == 4
+    assert row["success_mean"].iat[0] == 0.75 and row["success_se"].iat[0] == pytest.approx(0.25)
+    assert row["pass_hat_k_2_estimate"].iat[0] == 0.5
+    assert row["pass_at_k_2_excluded_tasks"].iat[0] == 0
+    assert row["cost_per_success"].iat[0] == 1.0
+    assert row["steps_plan_steps"].iat[0] == 4 and row["steps_plan_feasible"].iat[0]
+    assert row["bootstrap_replicates"].iat[0] == 100 and row["bootstrap_interval"].iat[0] == "bca"
+    # every number of to_dict is in the row, under its joined key ("ci" split in low, high)
+    flat = {}
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}_{key}" if prefix else key, inner)
+        elif isinstance(value, list):
+            flat[f"{prefix}_low"], flat[f"{prefix}_high"] = value
+        else:
+            flat[prefix] = value
+
+    walk("", result.to_dict())
+    assert list(row.columns) == list(flat)
+    for key, value in flat.items():
+        assert row[key].iat[0] == value, key
+    # undefined numbers are NaN in the frame (None in JSON); no success: infinite cost
+    with pytest.warns(TrialDataWarning, match="only one task"):
+        lonely = evalstats.analyze(
+            trials_frame({"x": [0, 0]}, cost=[1.0, 1.0]), [1], replicates=100
+        )
+    one = lonely.to_frame()
+    assert math.isnan(one["success_se"].iat[0]) and math.isnan(one["pass_at_k_1_ci_low"].iat[0])
+    assert one["cost_per_success"].iat[0] == math.inf
+    assert lonely.to_dict()["cost_per_success"] is None
+    # rows of several analyses stack into one table
+    both = pd.concat([row, result.to_frame()], ignore_index=True)
+    assert both.shape == (2, row.shape[1])
 
 
 # ---------------------------------------------------------------------------------- bootstrap
@@ -375,14 +423,89 @@ def test_bootstrap_is_seeded_and_chunking_does_not_matter():
     assert not first["ci_low"].equals(other["ci_low"])
     # many small chunks give the same replicate means (the draws are the same stream)
     values = np.random.default_rng(0).random((30, 2))
-    whole = evalstats._cluster_bootstrap(values, 400, np.random.default_rng(9))
-    original = evalstats._BOOTSTRAP_CHUNK_CELLS
-    try:
-        evalstats._BOOTSTRAP_CHUNK_CELLS = 30 * 7  # 7 replicates per chunk
-        chunked = evalstats._cluster_bootstrap(values, 400, np.random.default_rng(9))
-    finally:
-        evalstats._BOOTSTRAP_CHUNK_CELLS = original
+    whole = cluster_bootstrap(values, 400, np.random.default_rng(9))
+    seven_per_chunk = 30 * 7  # replicates per chunk times tasks
+    chunked = cluster_bootstrap(values, 400, np.random.default_rng(9), chunk_cells=seven_per_chunk)
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
+
+
+def scipy_bca(values, replicates, seed, confidence=0.95):
+    """scipy's BCa interval of the mean over eligible tasks (NaN: not eligible)."""
+    result = stats.bootstrap(
+        (values,),
+        lambda x, axis: np.nanmean(x, axis=axis),
+        vectorized=True,
+        n_resamples=replicates,
+        confidence_level=confidence,
+        method="BCa",
+        rng=np.random.default_rng(seed),
+    )
+    return result.confidence_interval.low, result.confidence_interval.high
+
+
+@pytest.mark.parametrize("fewest_trials", [3, 1], ids=["all-eligible", "some-excluded"])
+def test_bca_interval_agrees_with_scipy(fewest_trials):
+    # 40 tasks, p ~ Beta(0.6, 1.2), 3..7 trials (or 1..7, so some tasks have fewer than k = 3):
+    # skewed per-task pass^3 values, where BCa and percentile intervals differ. Both sides get
+    # the same per-task values (by enumeration of 3-subsets); scipy.stats.bootstrap
+    # (method="BCa", the mean over eligible tasks as its statistic) is run with its own random
+    # draws, so the two agree up to Monte Carlo error. Tolerance: 5 standard errors of the
+    # difference of the two means over SEEDS seeds each, each side's standard error measured
+    # here as the sd of its endpoints over those seeds / sqrt(SEEDS).
+    seeds, replicates, k = 12, 10_000, 3
+    rng = np.random.default_rng(12)
+    p = rng.beta(0.6, 1.2, 40)
+    counts = rng.integers(fewest_trials, 8, 40)
+    outcome_lists = [[int(v) for v in rng.random(n) < p_i] for n, p_i in zip(counts, p)]
+    frame = trials_frame({f"t{i}": r for i, r in enumerate(outcome_lists)})
+    values = np.array(
+        [brute_force_pass(r, k) if len(r) >= k else (np.nan, np.nan) for r in outcome_lists]
+    )
+
+    def ours(interval):
+        out = []
+        for seed in range(seeds):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TrialDataWarning)
+                table = evalstats.analyze(
+                    frame, [k], replicates=replicates, seed=seed, interval=interval
+                ).pass_k
+            out.append(table[["ci_low", "ci_high"]].to_numpy())  # rows: pass@3, pass^3
+        return np.array(out)
+
+    bca, percentile = ours("bca"), ours("percentile")
+    reference = np.array(
+        [
+            [scipy_bca(values[:, metric], replicates, 1000 + seed) for metric in (0, 1)]
+            for seed in range(seeds)
+        ]
+    )
+    tolerance = 5 * np.sqrt(bca.var(axis=0, ddof=1) / seeds + reference.var(axis=0, ddof=1) / seeds)
+    difference = bca.mean(axis=0) - reference.mean(axis=0)
+    assert (np.abs(difference) <= tolerance).all(), difference / tolerance
+    # negative control: the percentile interval of pass^3 is caught as a different interval
+    off = np.abs(percentile.mean(axis=0) - reference.mean(axis=0))[1]
+    assert (off > tolerance[1]).all(), off / tolerance[1]
+
+
+def test_interval_helpers_by_hand():
+    from relsim import intervals
+
+    mean, se = intervals.mean_se([1.0, 0.5, 0.25, 0.0])
+    assert mean == 0.4375
+    assert se == pytest.approx(math.sqrt((0.5625**2 + 0.0625**2 + 0.1875**2 + 0.4375**2) / 3) / 2)
+    assert math.isnan(intervals.mean_se([0.3])[1])
+    t975_df3 = 3.182446305284263  # t(0.975, 3), from statistical tables
+    expected = (0.5 - t975_df3 * 0.1, 0.5 + t975_df3 * 0.1)
+    assert intervals.t_interval(0.5, 0.1, 4) == pytest.approx(expected)
+    assert all(math.isnan(x) for x in intervals.t_interval(0.5, math.nan, 1))
+    # the percentile interval is numpy's linear quantiles: of 0..100, 2.5 and 97.5
+    assert intervals.percentile_interval(np.arange(101.0)) == pytest.approx((2.5, 97.5))
+    # BCa with no bias (half the replicates below) and no skew (a = 0) is the percentile one
+    symmetric = np.arange(101.0)
+    assert intervals.bca_interval(symmetric, 50.0, [1.0, 2.0, 3.0]) == pytest.approx((2.5, 97.5))
+    assert intervals.bca_interval([0.7] * 50, 0.7, [0.7, 0.7]) == (0.7, 0.7)
+    assert all(math.isnan(x) for x in intervals.bca_interval([math.nan], 0.5, [0.5, 0.5]))
 
 
 # ---------------------------------------------------------------------------------- coverage
@@ -502,6 +625,14 @@ def test_compare_by_hand():
     assert set(out) == {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"}
     assert json.loads(json.dumps(out)) == out
     assert list(result.per_task.columns) == ["baseline", "candidate", "difference"]
+    frame = result.to_frame()
+    assert list(frame.columns) == [
+        "tasks", "baseline", "candidate", "difference", "se", "ci_low", "ci_high", "p_value"
+    ]
+    assert len(frame) == 1 and frame["tasks"].iat[0] == 4
+    assert frame["se"].iat[0] == pytest.approx(se)
+    assert frame["ci_low"].iat[0] == pytest.approx(0.2 - t975_df3 * se)
+    assert frame["ci_high"].iat[0] == pytest.approx(0.2 + t975_df3 * se)
 
 
 def test_compare_warns_about_unshared_tasks_and_uses_the_shared_ones():
@@ -598,207 +729,3 @@ def test_power_formula_delivers_its_power_in_simulation():
     assert abs(power - 0.8) <= 5 * se, power
     # negative control: half the tasks fall well short of the asked power
     assert empirical_power(tasks // 2) < 0.8 - 5 * se
-
-
-# ---------------------------------------------------------------------------------- reading
-
-
-def write(path, text):
-    path.write_text(text)
-    return path
-
-
-def test_read_csv_with_booleans_blank_lines_and_extra_columns(tmp_path):
-    path = write(
-        tmp_path / "t.csv",
-        "task,trial,success,notes\n a ,1, True ,x\n\na,2,FALSE,y\nb,1,0,\nb,2,1.0,z\n",
-    )
-    frame = evalstats.read_trials(path)
-    assert frame["task"].tolist() == ["a", "a", "b", "b"]
-    assert frame["success"].tolist() == [1, 0, 0, 1]
-    assert frame["line"].tolist() == [2, 4, 5, 6]  # the blank line 3 is skipped
-    assert "notes" not in frame
-
-
-def test_read_jsonl_and_threshold(tmp_path):
-    path = write(
-        tmp_path / "t.jsonl",
-        '{"task": "a", "trial": 1, "success": 0.9, "cost": 2}\n\n'
-        '{"task": "a", "trial": 2, "success": 0.2, "cost": 1.5}\n'
-        '{"task": 7, "trial": 1, "success": 0.5, "cost": 0, "extra": [1, 2]}\n',
-    )
-    frame = evalstats.read_trials(path, threshold=0.5)
-    assert frame["success"].tolist() == [1, 0, 1]  # score >= threshold
-    assert frame["task"].tolist() == ["a", "a", "7"]
-    assert frame["cost"].tolist() == [2.0, 1.5, 0.0]
-    assert frame["line"].tolist() == [1, 3, 4]
-    booleans = write(
-        tmp_path / "b.jsonl",
-        '{"task": "a", "trial": 1, "success": true}\n{"task": "a", "trial": 2, "success": false}\n',
-    )
-    assert evalstats.read_trials(booleans)["success"].tolist() == [1, 0]
-
-
-def test_file_and_dataframe_give_the_same_analysis(tmp_path):
-    frame = trials_frame({"a": [1, 0, 1], "b": [0, 0, 1], "c": [1, 1, 1]}, cost=np.arange(9) / 4)
-    path = tmp_path / "t.csv"
-    frame.to_csv(path, index=False)
-    from_file = evalstats.analyze(path, [2], replicates=100, seed=3).to_dict()
-    assert from_file == evalstats.analyze(frame, [2], replicates=100, seed=3).to_dict()
-
-
-BAD_FILES = [
-    ("empty.csv", "", r"empty\.csv is empty"),
-    ("spaces.csv", "  \n\n", r"is empty"),
-    ("header.csv", "task,trial,success\n", r"header\.csv is empty: no trial rows"),
-    ("empty.jsonl", "\n", r"is empty"),
-    ("nosuccess.csv", "task,trial,score\na,1,1\n", r"missing column 'success'"),
-    ("notask.jsonl", '{"trial": 1, "success": 1}\n', r"missing column 'task'"),
-    ("twomissing.csv", "task,result\na,1\n", r"missing columns 'trial', 'success'"),
-    (
-        "blankcell.csv",
-        "task,trial,success\na,1,1\na,2,\n",
-        r"line 3: missing value in column 'success'",
-    ),
-    (
-        "jsonlgap.jsonl",
-        '{"task":"a","trial":1,"success":1}\n{"task":"a","trial":2}\n',
-        r"line 2: missing value in column 'success'",
-    ),
-    (
-        "nonbinary.csv",
-        "task,trial,success\na,1,1\na,2,2\na,3,0.5\n",
-        r"line 3: success must be 0/1 or true/false.*got '2' \(1 more row like it\)",
-    ),
-    (
-        "word.csv",
-        "task,trial,success\na,1,maybe\n",
-        r"line 2: success must be 0/1 or true/false.*'maybe'",
-    ),
-    (
-        "dup.csv",
-        "task,trial,success\na,1,1\nb,1,0\na,1,0\n",
-        r"line 4: duplicate \(task, trial\) pair \('a', '1'\), first seen at line 2",
-    ),
-    (
-        "badjson.jsonl",
-        '{"task":"a","trial":1,"success":1}\n{"task": "a",\n',
-        r"line 2: not valid JSON",
-    ),
-    ("list.jsonl", "[1, 2, 3]\n", r"line 1: each line must be a JSON object"),
-    (
-        "negcost.csv",
-        "task,trial,success,cost\na,1,1,-1\n",
-        r"line 2: cost must be a number >= 0, got '-1'",
-    ),
-    ("infcost.csv", "task,trial,success,cost\na,1,1,inf\n", r"cost must be a number >= 0"),
-    ("zerosteps.csv", "task,trial,success,steps\na,1,1,0\n", r"line 2: steps must be a number > 0"),
-    ("ragged.csv", "task,trial,success\na,1,1\na,2,1,9\n", r"not a readable CSV file.*line 3"),
-    ("short.csv", "task,trial,success\na,1,1\na,2\n", r"line 3: missing value in column 'success'"),
-    (
-        "twice.csv",
-        "task,trial,success,success\na,1,1,0\n",
-        r"column 'success' appears more than once",
-    ),
-]
-
-
-@pytest.mark.parametrize("name,text,message", BAD_FILES, ids=[case[0] for case in BAD_FILES])
-def test_bad_files_name_the_file_and_line(tmp_path, name, text, message):
-    path = write(tmp_path / name, text)
-    with pytest.raises(ValueError, match=message):
-        evalstats.analyze(path)
-
-
-NOT_UTF8 = [
-    # (name, bytes, the line the error names): a Latin-1 byte in the first block read, one past
-    # it (read by pandas), and in a JSONL file
-    ("latin1.csv", b"task,trial,success\na,1,1\ncaf\xe9,1,0\n", 3),
-    ("late.csv", b"task,trial,success\n" + b"a,1,1\n" * 1000 + b"b,\xff,1\n", 1002),
-    (
-        "latin1.jsonl",
-        b'{"task": "a", "trial": 1, "success": 1}\n\n{"task": "\xe9", "trial": 1, "success": 0}\n',
-        3,
-    ),
-    ("binary.csv", b"\xff\xfe\x00\x01garbage", 1),
-]
-
-
-@pytest.mark.parametrize("name,data,line", NOT_UTF8, ids=[case[0] for case in NOT_UTF8])
-def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, name, data, line):
-    path = tmp_path / name
-    path.write_bytes(data)
-    with pytest.raises(ValueError, match=rf"{name} line {line}: not UTF-8 text \(byte 0x") as info:
-        evalstats.read_trials(path)
-    assert not isinstance(info.value, UnicodeDecodeError)  # our message, not the codec's
-
-
-def test_a_utf8_byte_order_mark_is_fine(tmp_path):
-    path = tmp_path / "bom.csv"
-    path.write_bytes(b"\xef\xbb\xbftask,trial,success\nb\xc3\xa9,1,1\n")
-    assert evalstats.read_trials(path)["task"].tolist() == ["b\u00e9"]
-
-
-def test_bad_threshold_scores_and_missing_file(tmp_path):
-    path = write(tmp_path / "s.csv", "task,trial,success\na,1,0.3\na,2,true\n")
-    with pytest.raises(
-        ValueError, match=r"line 3: success must be a numeric score with a threshold, got 'true'"
-    ):
-        evalstats.read_trials(path, threshold=0.5)
-    with pytest.raises(ValueError, match="threshold must be a finite number"):
-        evalstats.read_trials(path, threshold=math.nan)
-    with pytest.raises(ValueError, match="no such file"):
-        evalstats.read_trials(tmp_path / "absent.csv")
-
-
-def test_dataframe_rows_are_numbered_from_one():
-    frame = pd.DataFrame({"task": ["a", "a"], "trial": [1, 2], "success": [1, 3]})
-    with pytest.raises(ValueError, match=r"trials row 2: success must be 0/1"):
-        evalstats.read_trials(frame)
-
-
-def test_bad_arguments_name_the_argument_and_range():
-    frame = trials_frame({"a": [1, 0, 1], "b": [1, 1, 0]})
-    tasks = evalstats.per_task(frame)
-    cases = [
-        (lambda: evalstats.analyze(frame, [4]), r"k must be in \[1, 3\].*got 4"),
-        (lambda: evalstats.analyze(frame, [0]), r"k must be in \[1, 3\].*got 0"),
-        (lambda: evalstats.analyze(frame, [1.5]), r"k must be integers >= 1"),
-        (lambda: evalstats.analyze(frame, []), r"k must name at least one value"),
-        (
-            lambda: evalstats.analyze(frame, [1], replicates=0),
-            r"replicates must be an integer >= 100, got 0",
-        ),
-        (lambda: evalstats.analyze(frame, [1], confidence=1.0), r"confidence must be in \(0, 1\)"),
-        (
-            lambda: evalstats.analyze(frame, [1], interval="normal"),
-            r"interval must be one of bca, percentile",
-        ),
-        (lambda: evalstats.analyze(frame, [1], target=0), r"target must be in \(0, 1\]"),
-        (lambda: evalstats.pass_k(tasks.drop(columns="successes"), [1]), r"missing 'successes'"),
-        (lambda: evalstats.success_rate(tasks.iloc[:0]), r"tasks is empty"),
-        (
-            lambda: evalstats.compare(frame, trials_frame({"a": [1], "z": [0]})),
-            r"share 1 task; a paired comparison needs at least 2",
-        ),
-        (lambda: evalstats.tasks_needed(0, 0.5), r"delta must be a nonzero number"),
-        (
-            lambda: evalstats.tasks_needed(0.3, 0.8),
-            r"delta must keep baseline \+ delta in \[0, 1\], i\.e\. delta in \[-0\.8, 0\.2\]",
-        ),
-        (lambda: evalstats.tasks_needed(0.1, 1.2), r"baseline must be in \[0, 1\]"),
-        (
-            lambda: evalstats.tasks_needed(0.1, 0.5, trials_per_task=0),
-            r"trials_per_task must be an integer >= 1",
-        ),
-        (lambda: evalstats.tasks_needed(0.1, 0.5, alpha=0), r"alpha must be in \(0, 1\)"),
-        (lambda: evalstats.tasks_needed(0.1, 0.5, power=1), r"power must be in \(0, 1\)"),
-        (
-            lambda: evalstats.tasks_needed(0.1, 0.5, difference_sd=-0.1),
-            r"difference_sd must be a number >= 0",
-        ),
-        (lambda: evalstats.minimum_detectable_effect(0, 0.5), r"tasks must be an integer >= 1"),
-    ]
-    for call, message in cases:
-        with pytest.raises(ValueError, match=message):
-            call()

@@ -1,0 +1,70 @@
+"""Estimators and intervals for real trial data: pass@k, pass^k, paired comparisons, power.
+
+An eval is a table of trials, one row per run of the agent on a task: ``task``, ``trial``,
+``success`` and optionally ``cost`` and ``steps``. Trials of one task are correlated (a hard
+task is hard every time), so every standard error and interval here treats the **task** as the
+unit of sampling: the success rate is averaged over tasks, its standard error is the spread of
+the per-task rates (the clustered standard error of Miller 2024, "Adding Error Bars to Evals",
+in its per-task form), and the pass@k / pass^k intervals come from a bootstrap that resamples
+whole tasks.
+
+Conventions
+-----------
+- **Success mean**: the mean over tasks of each task's success rate ``c_i / n_i`` (each task
+  weighs the same, whatever its number of trials).
+- **pass@k and pass^k with unequal trial counts**: the mean, over the tasks with ``n_i >= k``,
+  of the unbiased per-task estimators of docs/model.md section 2
+  (:func:`relsim.formulas.pass_at_k_estimate`, :func:`relsim.formulas.pass_hat_k_estimate`);
+  tasks with fewer than ``k`` trials are excluded and counted in ``excluded_tasks``, and a
+  warning says so whenever the counts differ.
+- **Bootstrap**: ``replicates`` (default 2000) resamples of the tasks with replacement, drawn
+  from ``numpy.random.default_rng(seed)``; each replicate recomputes the whole estimate (mean
+  over the resampled tasks that have ``n_i >= k``). The interval is the BCa interval of the
+  replicates (bias-corrected and accelerated), or on request the plain percentile interval,
+  which under-covers for the skewed per-task values of pass@k and pass^k (see
+  :func:`pass_k`). At least :data:`MIN_REPLICATES` replicates are required, and a k with
+  fewer than two eligible tasks gets no interval (NaN), as the success mean gets none with
+  one task: resampling one task cannot show how tasks vary.
+- **Power**: a normal approximation for a paired design (see :func:`tasks_needed`).
+- **Bad input** raises :class:`TrialDataError` for the data (naming the file, line and
+  column) and :class:`relsim.errors.RelsimError` for an argument, both in the one format
+  ``<where>: <key>: must be <allowed>, got <value>``.
+
+The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``estimators``
+(per-task table, success mean, pass@k and pass^k), ``bootstrap`` (the cluster bootstrap; its
+intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`), ``comparison``
+(:func:`compare`) and ``power``. Results are pandas objects or frozen result objects with
+``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
+scipy are imported inside the functions that use them.
+"""
+
+from __future__ import annotations
+
+from relsim.evalstats._common import TrialDataError, TrialDataWarning
+from relsim.evalstats.analysis import DEFAULT_KS, TrialAnalysis, analyze
+from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
+from relsim.evalstats.comparison import Comparison, compare
+from relsim.evalstats.estimators import pass_k, per_task, success_rate
+from relsim.evalstats.power import minimum_detectable_effect, tasks_needed
+from relsim.evalstats.readers import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, read_trials
+
+__all__ = [
+    "DEFAULT_KS",
+    "DEFAULT_REPLICATES",
+    "INTERVALS",
+    "MIN_REPLICATES",
+    "OPTIONAL_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "Comparison",
+    "TrialAnalysis",
+    "TrialDataError",
+    "TrialDataWarning",
+    "analyze",
+    "compare",
+    "minimum_detectable_effect",
+    "pass_k",
+    "per_task",
+    "read_trials",
+    "success_rate",
+    "tasks_needed",
+]

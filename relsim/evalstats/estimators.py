@@ -1,0 +1,322 @@
+r"""Estimators over tasks: the per-task table, the success mean, pass@k and pass^k.
+
+Each task weighs the same, whatever its number of trials; standard errors and intervals treat
+the task as the unit of sampling (see ``relsim.evalstats``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from relsim import intervals
+from relsim.errors import invalid, show
+from relsim.evalstats import bootstrap
+from relsim.evalstats._common import TrialDataError, check_confidence
+from relsim.evalstats.bootstrap import DEFAULT_REPLICATES
+from relsim.evalstats.readers import trials_frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["pass_k", "per_task", "success_rate"]
+
+
+def per_task(trials: pd.DataFrame | str | Path, *, threshold: float | None = None) -> pd.DataFrame:
+    """Collapse trials to one row per task (in order of first appearance).
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame, str or Path
+        A trials table or file (read and checked by :func:`read_trials`), or what
+        :func:`read_trials` returned.
+    threshold : float, optional
+        Numeric scores: success when ``score >= threshold``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``task``: ``trials`` (n_i), ``successes`` (c_i), ``rate`` (c_i / n_i), and
+        ``cost`` (the task's total cost) and ``steps`` (its mean steps) when present.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> trials = pd.DataFrame({"task": ["a", "a", "b"], "trial": [1, 2, 1], "success": [1, 0, 1]})
+    >>> per_task(trials)["rate"].tolist()
+    [0.5, 1.0]
+    """
+    import pandas as pd
+
+    frame = trials_frame(trials, threshold)
+    codes, names = pd.factorize(frame["task"], sort=False)
+    n = np.bincount(codes)
+    out = pd.DataFrame(
+        {
+            "trials": n,
+            "successes": np.bincount(codes, weights=frame["success"].to_numpy()).astype(np.int64),
+        },
+        index=pd.Index(names, name="task"),
+    )
+    out["rate"] = out["successes"] / out["trials"]
+    if "cost" in frame:
+        out["cost"] = np.bincount(codes, weights=frame["cost"].to_numpy())
+    if "steps" in frame:
+        out["steps"] = np.bincount(codes, weights=frame["steps"].to_numpy()) / n
+    return out
+
+
+def success_rate(tasks: pd.DataFrame, *, confidence: float = 0.95) -> pd.Series:
+    r"""The success rate averaged over tasks, with its clustered standard error and t interval.
+
+    With per-task rates :math:`\hat p_i = c_i / n_i` over :math:`T` tasks,
+
+    .. math::
+
+        \bar p = \frac{1}{T}\sum_i \hat p_i, \qquad
+        \mathrm{se} = \frac{s}{\sqrt{T}}, \quad s^2 = \frac{1}{T-1}\sum_i (\hat p_i - \bar p)^2,
+        \qquad \bar p \pm t_{(1+\gamma)/2,\,T-1}\,\mathrm{se}
+
+    (:math:`\gamma` the confidence; :func:`relsim.intervals.mean_se` and
+    :func:`relsim.intervals.t_interval`). This treats tasks as independent draws and trials
+    inside a task as correlated (the clustered standard error of Miller 2024, "Adding Error
+    Bars to Evals", in its per-task form); with one task the standard error and interval are
+    NaN.
+
+    Parameters
+    ----------
+    tasks : pandas.DataFrame
+        The output of :func:`per_task` (needs ``trials`` and ``successes``).
+    confidence : float
+        In (0, 1).
+
+    Returns
+    -------
+    pandas.Series
+        ``mean``, ``se``, ``ci_low``, ``ci_high``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> trials = pd.DataFrame({"task": list("aabb"), "trial": [1, 2, 1, 2],
+    ...                        "success": [1, 1, 1, 0]})
+    >>> s = success_rate(per_task(trials))
+    >>> float(s["mean"]), float(s["se"])
+    (0.75, 0.25)
+    """
+    import pandas as pd
+
+    check_confidence(confidence)
+    n, c = counts(tasks)
+    mean, se = intervals.mean_se(c / n)
+    low, high = intervals.t_interval(mean, se, len(n), confidence)
+    return pd.Series({"mean": mean, "se": se, "ci_low": low, "ci_high": high}, dtype=float)
+
+
+def pass_k(
+    tasks: pd.DataFrame,
+    ks: Iterable[int],
+    *,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int | np.random.SeedSequence | np.random.Generator | None = 0,
+    confidence: float = 0.95,
+    interval: str = "bca",
+) -> pd.DataFrame:
+    r"""pass@k and pass^k averaged over tasks, with cluster-bootstrap intervals.
+
+    For each ``k``, over the tasks with :math:`n_i \ge k` (the set :math:`E_k`),
+
+    .. math::
+
+        \widehat{\mathrm{pass@}k} = \frac{1}{|E_k|}\sum_{i\in E_k}
+            \Bigl(1 - \binom{n_i-c_i}{k}\Big/\binom{n_i}{k}\Bigr), \qquad
+        \widehat{\mathrm{pass\hat{}}k} = \frac{1}{|E_k|}\sum_{i\in E_k}
+            \binom{c_i}{k}\Big/\binom{n_i}{k},
+
+    each term the unbiased per-task estimator (Chen et al. 2021; tau-bench; docs/model.md
+    section 2). The interval resamples the :math:`T` tasks with replacement ``replicates``
+    times and recomputes each estimate on the resample (over its tasks with
+    :math:`n_i \ge k`); replicates whose resample holds no such task are left out. A ``k``
+    with fewer than two eligible tasks (:math:`|E_k| < 2`) gets no interval (NaN), like the
+    success mean with one task: with one task every resample is that task again and the
+    "interval" would be the point. ``interval="percentile"`` takes the :math:`(1\mp\gamma)/2`
+    quantiles of the replicates :math:`\theta^*`. The default, ``"bca"`` (bias-corrected and
+    accelerated, Efron 1987, :func:`relsim.intervals.bca_interval`), takes the quantiles at
+
+    .. math::
+
+        \alpha_{\pm} = \Phi\Bigl(z_0 + \frac{z_0 + z_\pm}{1 - a (z_0 + z_\pm)}\Bigr),
+        \qquad z_0 = \Phi^{-1}\bigl(\Pr{}^*(\theta^* < \hat\theta)\bigr), \qquad
+        a = \frac{\sum_i U_i^3}{6 (\sum_i U_i^2)^{3/2}}
+
+    with :math:`z_\pm = \Phi^{-1}((1\pm\gamma)/2)` and :math:`U_i` the jackknife
+    influence of task :math:`i` (leave task :math:`i` out, recompute). Per-task pass@k values
+    pile up at 1 and pass^k values at 0, so the estimates are skewed and the percentile
+    interval under-covers. Measured for pass@3 over 2000 simulated evals of 5 trials per task
+    with p ~ Beta(1.5, 1), a nominal 95% covered 92.7% (percentile) and 94.9% (BCa) with 60
+    tasks, 87% and 91% with 20 tasks: with few tasks, read the interval as optimistic.
+
+    Parameters
+    ----------
+    tasks : pandas.DataFrame
+        The output of :func:`per_task` (needs ``trials`` and ``successes``).
+    ks : iterable of int
+        Each an integer in [1, max n_i].
+    replicates : int
+        Bootstrap replicates, an integer >= :data:`MIN_REPLICATES` (default
+        :data:`DEFAULT_REPLICATES`).
+    seed : int, SeedSequence, Generator or None
+        Seeds the bootstrap (``numpy.random.default_rng(seed)``).
+    confidence : float
+        In (0, 1).
+    interval : {"bca", "percentile"}
+        How the replicates become an interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by (``metric``, ``k``) with metric ``pass_at_k`` or ``pass_hat_k``; columns
+        ``estimate``, ``ci_low``, ``ci_high`` (NaN when ``tasks < 2``), ``tasks`` (|E_k|),
+        ``excluded_tasks``.
+
+    Examples
+    --------
+    Two tasks of five trials, with 1 and 5 successes: pass@2 is the mean of
+    :math:`1 - \binom{4}{2}/\binom{5}{2} = 0.4` and 1.
+
+    >>> import pandas as pd
+    >>> tasks = pd.DataFrame({"trials": [5, 5], "successes": [1, 5]}, index=["a", "b"])
+    >>> float(pass_k(tasks, [2], replicates=100).loc[("pass_at_k", 2), "estimate"])
+    0.7
+    """
+    table, _ = pass_k_table(
+        tasks, ks, replicates=replicates, seed=seed, confidence=confidence, interval=interval
+    )
+    return table
+
+
+def pass_k_table(
+    tasks: pd.DataFrame,
+    ks: Iterable[int],
+    *,
+    replicates: int,
+    seed: int | np.random.SeedSequence | np.random.Generator | None,
+    confidence: float,
+    interval: str,
+) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`pass_k`'s table and what to warn about (unequal counts, lonely k)."""
+    import pandas as pd
+
+    from relsim import formulas
+
+    check_confidence(confidence)
+    bootstrap.check_settings(replicates, interval)
+    n, c = counts(tasks)
+    ks = check_ks(ks, int(n.max()))
+
+    messages = []
+    if n.min() != n.max():
+        short = ", ".join(f"{int((n < k).sum())} at k={k}" for k in ks if (n < k).any())
+        messages.append(
+            f"trial counts differ across tasks ({n.min()} to {n.max()} per task): pass@k and "
+            "pass^k average the unbiased per-task estimators over the tasks with at least k "
+            f"trials ({'excluded: ' + short if short else 'none excluded'})"
+        )
+
+    # per-task estimates, NaN where n_i < k; columns: pass@k for each k, then pass^k for each k
+    # (evaluated once per distinct (n, c) pair: an eval has few of them, however many tasks)
+    pairs, inverse = np.unique(np.stack([n, c], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    values = np.full((len(n), 2 * len(ks)), np.nan)
+    for column, k in enumerate(ks):
+        usable = pairs[:, 0] >= k
+        at_k = np.full(len(pairs), np.nan)
+        hat_k = np.full(len(pairs), np.nan)
+        at_k[usable] = formulas.pass_at_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
+        hat_k[usable] = formulas.pass_hat_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
+        values[:, column] = at_k[inverse]
+        values[:, len(ks) + column] = hat_k[inverse]
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError):
+        raise invalid(
+            "seed", "an integer >= 0, a numpy SeedSequence or Generator, or None", seed
+        ) from None
+    estimates = np.nanmean(values, axis=0)
+    replicate_means = bootstrap.cluster_bootstrap(values, replicates, rng)
+    eligible_counts = np.array([(n >= k).sum() for k in ks] * 2)
+    low, high = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
+    for column in np.flatnonzero(eligible_counts >= 2):
+        low[column], high[column] = bootstrap.interval(
+            values[:, column], estimates[column], replicate_means[:, column], confidence, interval
+        )
+    lonely = [k for k in ks if (n >= k).sum() == 1]
+    if lonely and len(n) > 1:  # with one task in all, analyze says so once for everything
+        shown = ", ".join(str(k) for k in lonely)
+        messages.append(
+            f"only one task has at least k trials at k={shown}: pass@k and pass^k there have "
+            "no interval (it needs at least two tasks)"
+        )
+
+    index = pd.MultiIndex.from_product([("pass_at_k", "pass_hat_k"), ks], names=["metric", "k"])
+    table = pd.DataFrame(
+        {
+            "estimate": estimates,
+            "ci_low": low,
+            "ci_high": high,
+            "tasks": eligible_counts,
+            "excluded_tasks": len(n) - eligible_counts,
+        },
+        index=index,
+    )
+    return table, messages
+
+
+def counts(tasks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The per-task trial and success counts, checked."""
+    missing = [
+        name for name in ("trials", "successes") if name not in getattr(tasks, "columns", ())
+    ]
+    if missing:
+        raise TrialDataError(
+            "tasks: must be a per-task table (see per_task) with columns 'trials' and "
+            f"'successes', got one missing {', '.join(repr(m) for m in missing)}"
+        )
+    n = tasks["trials"].to_numpy()
+    c = tasks["successes"].to_numpy()
+    if len(n) == 0:
+        raise TrialDataError("tasks: must hold at least one task, got none")
+    if not (np.issubdtype(n.dtype, np.integer) and np.issubdtype(c.dtype, np.integer)):
+        raise TrialDataError(
+            "tasks: must hold integer counts in 'trials' and 'successes', "
+            f"got dtypes {n.dtype} and {c.dtype}"
+        )
+    bad = (n < 1) | (c < 0) | (c > n)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise TrialDataError(
+            "tasks: must have trials >= 1 and 0 <= successes <= trials for every task, got "
+            f"trials {n[first]} and successes {c[first]} for task {show(tasks.index[first])}"
+        )
+    return n.astype(np.int64), c.astype(np.int64)
+
+
+def check_ks(ks: Iterable[int], largest: int) -> list[int]:
+    """``ks`` as a sorted list of distinct integers in [1, largest]."""
+    try:
+        given = list(ks)
+        values = [int(k) for k in given]
+        if any(isinstance(k, bool) or int(k) != k for k in given):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise invalid("k", "integers >= 1", ks) from None
+    if not values:
+        raise invalid("k", "at least one value", given)
+    for k in values:
+        if k < 1 or k > largest:
+            raise invalid(
+                "k", f"in [1, {largest}] (the largest number of trials of a task)", k
+            )
+    return sorted(set(values))

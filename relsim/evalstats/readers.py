@@ -1,0 +1,320 @@
+"""Reading a table of trials (CSV, JSONL or a DataFrame) and checking it, row by row.
+
+Every problem is one :class:`TrialDataError` naming the file, the line and the column:
+``<file> line N: <column>: must be <allowed>, got <value>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from relsim.errors import invalid, show
+from relsim.evalstats._common import TrialDataError, is_real
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["OPTIONAL_COLUMNS", "REQUIRED_COLUMNS", "read_trials"]
+
+REQUIRED_COLUMNS = ("task", "trial", "success")
+OPTIONAL_COLUMNS = ("cost", "steps")
+_KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+
+
+def read_trials(
+    source: str | Path | pd.DataFrame, *, threshold: float | None = None
+) -> pd.DataFrame:
+    """Read a table of trials and check it.
+
+    Parameters
+    ----------
+    source : str, Path or pandas.DataFrame
+        A CSV file, a JSONL file (one JSON object per line; chosen by the ``.jsonl`` /
+        ``.ndjson`` suffix, or by a first character ``{``), or a DataFrame. Columns ``task``,
+        ``trial`` and ``success`` are required, ``cost`` and ``steps`` optional; others are
+        ignored.
+    threshold : float, optional
+        When given, ``success`` holds a numeric score and a trial succeeds when
+        ``score >= threshold``. Otherwise ``success`` must be 0/1 or true/false.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per trial: ``task`` (str), ``trial`` (str), ``success`` (int 0/1), ``cost`` and
+        ``steps`` (float) when present, and ``line``: where the row was in the input (the file's
+        line number; for a DataFrame, the 1-based row number). The other functions of
+        ``relsim.evalstats`` take this frame as it is, without reading it again.
+
+    Raises
+    ------
+    TrialDataError
+        For a file that is missing or not UTF-8 text, an empty input, a missing column, a
+        missing or unreadable value, a non-binary ``success`` (or a non-numeric score with
+        ``threshold``), a negative ``cost``, a ``steps`` that is not a number > 0, or a
+        duplicate (task, trial) pair. The message names the file, the line and the column
+        (for text that is not UTF-8: the file, the first bad line and the byte).
+    RelsimError
+        For a ``threshold`` that is not a finite number.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"task": ["a", "a", "b"], "trial": [1, 2, 1],
+    ...                       "success": ["true", "false", "1"]})
+    >>> read_trials(frame)["success"].tolist()
+    [1, 0, 1]
+    """
+    import pandas as pd
+
+    if threshold is not None and not (is_real(threshold) and math.isfinite(threshold)):
+        raise invalid("threshold", "a finite number", threshold)
+    if isinstance(source, pd.DataFrame):
+        name, where = "trials", "row"
+        columns = [str(column).strip() for column in source.columns]
+        cells = [_column_text(source.iloc[:, i]) for i in range(source.shape[1])]
+        lines = np.arange(1, len(source) + 1)
+    else:
+        path = Path(source)
+        name, where = str(path), "line"
+        columns, cells, lines = _read_file(path)
+
+    missing = [column for column in REQUIRED_COLUMNS if column not in columns]
+    if missing:
+        found = ", ".join(repr(c) for c in columns) or "none"
+        hints = [
+            f"{close[0]!r} for {m!r}?"
+            for m in missing
+            if (close := difflib.get_close_matches(m, columns, n=1, cutoff=0.7))
+        ]
+        hint = f"; did you mean {' '.join(hints)}" if hints else ""
+        raise TrialDataError(
+            f"{name}: columns: must include task, trial and success (optional cost, steps), "
+            f"got {found} (missing {', '.join(repr(m) for m in missing)}{hint})"
+        )
+    repeated = sorted({c for c in columns if columns.count(c) > 1 and c in _KNOWN_COLUMNS})
+    if repeated:
+        raise TrialDataError(
+            f"{name}: columns: must name {repeated[0]!r} once, "
+            f"got it {columns.count(repeated[0])} times"
+        )
+    if len(lines) == 0:
+        raise TrialDataError(f"{name}: rows: must be at least one trial, got none")
+
+    def fail(mask: np.ndarray, column: str, allowed: str, got: Callable[[int], str]) -> None:
+        """Raise for the first row in ``mask`` (``got(row)`` shows what it holds), saying how
+        many more rows are like it."""
+        if mask.any():
+            first = int(np.flatnonzero(mask)[0])
+            count = int(mask.sum())
+            more = f" ({count - 1} more row{'s' if count > 2 else ''} like it)" if count > 1 else ""
+            raise TrialDataError(
+                f"{name} {where} {lines[first]}: {column}: must be {allowed}, "
+                f"got {got(first)}{more}"
+            )
+
+    def cell(values: np.ndarray) -> Callable[[int], str]:
+        return lambda i: show(values[i])
+
+    text = {column: values for column, values in zip(columns, cells) if column in _KNOWN_COLUMNS}
+    for column in REQUIRED_COLUMNS + tuple(c for c in OPTIONAL_COLUMNS if c in text):
+        empty = np.asarray(text[column] == "", dtype=bool)
+        if empty.any():
+            fail(empty, column, "a value in every row", lambda i: "nothing")
+
+    result = pd.DataFrame({"task": text["task"].astype(str), "trial": text["trial"].astype(str)})
+    success_text = text["success"]
+    if threshold is None:
+        lowered = np.char.lower(success_text.astype(str))
+        numeric = _to_float(lowered)
+        success = np.where(lowered == "true", 1.0, np.where(lowered == "false", 0.0, numeric))
+        fail(
+            ~np.isin(success, (0.0, 1.0)),
+            "success",
+            "0/1 or true/false (or a score with --threshold)",
+            cell(success_text),
+        )
+    else:
+        score = _to_float(success_text.astype(str))
+        fail(
+            ~np.isfinite(score),
+            "success",
+            "a numeric score with a threshold",
+            cell(success_text),
+        )
+        success = (score >= threshold).astype(float)
+    result["success"] = success.astype(np.int64)
+
+    if "cost" in text:
+        cost = _to_float(text["cost"].astype(str))
+        fail(~(cost >= 0) | ~np.isfinite(cost), "cost", "a number >= 0", cell(text["cost"]))
+        result["cost"] = cost
+    if "steps" in text:
+        steps = _to_float(text["steps"].astype(str))
+        fail(
+            ~(steps > 0) | ~np.isfinite(steps), "steps", "a number > 0", cell(text["steps"])
+        )
+        result["steps"] = steps
+    result["line"] = lines
+    result.attrs["relsim_trials"] = True
+
+    duplicated = result.duplicated(["task", "trial"], keep="first").to_numpy()
+    if duplicated.any():
+        first = int(np.flatnonzero(duplicated)[0])
+        task, trial = result["task"].iat[first], result["trial"].iat[first]
+        earlier = result["line"][(result["task"] == task) & (result["trial"] == trial)].iat[0]
+        fail(
+            duplicated,
+            "(task, trial)",
+            "a pair not seen before",
+            lambda i: f"{show(task)}, {show(trial)} again (first seen at {where} {earlier})",
+        )
+    return result
+
+
+def trials_frame(source: Any, threshold: float | None) -> pd.DataFrame:
+    """A checked trials frame: ``source`` as read, or already read by :func:`read_trials`."""
+    import pandas as pd
+
+    if (
+        isinstance(source, pd.DataFrame)
+        and source.attrs.get("relsim_trials")
+        and set(REQUIRED_COLUMNS) <= set(source.columns)
+    ):
+        return source  # already read and checked: the threshold was applied then
+    return read_trials(source, threshold=threshold)
+
+
+def _read_file(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
+    """Column names, each column's cells as text ('' when missing), and each row's line."""
+    import pandas as pd
+
+    if not path.is_file():
+        found = "a directory" if path.is_dir() else "no such file"
+        raise TrialDataError(f"{path}: file: must exist, got {found}")
+    try:
+        with path.open("r", encoding="utf-8-sig") as handle:
+            first = handle.read(4096).lstrip()
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except OSError as error:
+        raise TrialDataError(
+            f"{path}: file: must be readable, got {error.strerror or error}"
+        ) from None
+    if not first:
+        raise TrialDataError(f"{path}: rows: must be at least one trial, got an empty file")
+    if path.suffix.lower() in (".jsonl", ".ndjson") or first.startswith("{"):
+        return _read_jsonl(path)
+    try:
+        # header=None: the header is row 0, so a row with too many fields is an error with its
+        # line number rather than a silent shift into the index
+        table = pd.read_csv(
+            path,
+            header=None,
+            dtype=str,
+            keep_default_na=False,
+            skip_blank_lines=False,
+            encoding="utf-8-sig",
+        )
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except pd.errors.ParserError as error:
+        reason = str(error).replace("\n", " ")
+        raise TrialDataError(f"{path}: CSV: must be a readable CSV file, got {reason}") from None
+    cells = [
+        np.char.strip(table.iloc[:, i].to_numpy(dtype=str)).astype(object)
+        for i in range(table.shape[1])
+    ]
+    columns = [str(column[0]) for column in cells]
+    cells = [column[1:] for column in cells]
+    lines = np.arange(2, len(table) + 1)  # line 1 is the header
+    blank = np.logical_and.reduce([column == "" for column in cells])
+    return columns, [column[~blank] for column in cells], lines[~blank]
+
+
+def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
+    import json
+
+    records, lines = [], []
+    try:
+        with path.open("r", encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise TrialDataError(
+                        f"{path} line {number}: record: must be a JSON object, "
+                        f"got text that is not valid JSON ({error.msg})"
+                    ) from None
+                if not isinstance(record, dict):
+                    raise TrialDataError(
+                        f"{path} line {number}: record: must be a JSON object, "
+                        f"got a JSON {type(record).__name__} {show(record)}"
+                    )
+                records.append(record)
+                lines.append(number)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    columns = [str(c) for c in dict.fromkeys(key for record in records for key in record)]
+    cells = [np.array([_as_text(r.get(c)) for r in records], dtype=object) for c in columns]
+    return columns, cells, np.asarray(lines, dtype=np.int64)
+
+
+def _not_utf8(path: Path) -> TrialDataError:
+    """The error for a file that does not decode as UTF-8, naming its first bad line.
+
+    Only called once decoding has failed: the text reader decodes in blocks, so the line is
+    found again here, one line at a time (a newline byte never occurs inside a UTF-8
+    sequence, so each line decodes on its own).
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                return TrialDataError(
+                    f"{path} line {number}: text: must be UTF-8, got byte "
+                    f"0x{raw[error.start]:02x} at byte {error.start + 1} of the line "
+                    f"({error.reason}); save it as UTF-8"
+                )
+    return TrialDataError(f"{path}: text: must be UTF-8, got other bytes; save it as UTF-8")
+
+
+def _column_text(column: pd.Series) -> np.ndarray:
+    """A DataFrame column as text cells (see :func:`_as_text`), vectorised for plain dtypes."""
+    values = column.to_numpy()
+    if values.dtype == bool:
+        return np.where(values, "true", "false").astype(object)
+    if np.issubdtype(values.dtype, np.integer):
+        return values.astype(str).astype(object)
+    if np.issubdtype(values.dtype, np.floating):
+        text = np.array([repr(v) for v in values.astype(float).tolist()], dtype=object)
+        text[np.isnan(values)] = ""
+        return text
+    return np.array([_as_text(value) for value in values], dtype=object)
+
+
+def _as_text(value: Any) -> str:
+    """One cell as text: '' for missing (None, NaN), 'true'/'false' for booleans."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return str(value).strip()
+
+
+def _to_float(text: np.ndarray) -> np.ndarray:
+    """Parse text to float; NaN where it is not a number."""
+    import pandas as pd
+
+    return pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=float)
