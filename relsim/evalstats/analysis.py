@@ -226,22 +226,13 @@ def analyze(
 
 def _steps_plan(success_mean: float, steps: int, target: float) -> dict[str, Any]:
     """The per-step success implied over ``steps`` steps and the flag-form plan of
-    ``relsim solve`` (perfect verifier) from it, by the same formulas."""
+    ``relsim solve`` (perfect verifier) from it: the planner's own chain plan."""
     from relsim import formulas
+    from relsim.plan.chain import plan_chain
 
     per_step = formulas.required_step_success(success_mean, steps) if success_mean > 0 else 0.0
-    retries = formulas.min_retries(per_step, steps, target)
-    plan: dict[str, Any] = {
-        "steps": steps,
-        "target": target,
-        "required_step_success": formulas.required_step_success(target, steps),
-        "retries": retries,
-        "success": (
-            None
-            if retries is None
-            else formulas.compound(formulas.verified_step(per_step, retries).success, steps)
-        ),
-        "feasible": retries is not None,
-        "command": f"relsim solve --steps {steps} --target {target:g} --p {per_step:.6g}",
-    }
+    chain = plan_chain(steps, target, per_step)
+    keys = ("steps", "target", "required_step_success", "retries", "success", "feasible")
+    plan: dict[str, Any] = {key: getattr(chain, key) for key in keys}
+    plan["command"] = chain.command()
     return {"per_step_success": per_step, "plan": plan}
