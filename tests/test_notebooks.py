@@ -2,8 +2,8 @@
 
 The notebooks in ``scenarios/notebooks/`` are jupytext percent-format ``.py`` files. Each one
 ends with ``assert``s on its headline numbers (values from the lesson, docs/model.md section
-5, closed forms and Monte Carlo within 5 standard errors), so this test fails when a change
-in an engine alters a conclusion a design review relies on, as well as when a cell errors.
+5, closed forms, Monte Carlo within 5 standard errors), so this test fails when a change in an
+engine alters a conclusion a design review relies on, as well as when a cell errors.
 """
 
 from __future__ import annotations
@@ -16,36 +16,70 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "scenarios" / "notebooks").glob("*.py"))
 
-# Generous: a notebook takes seconds; the first Monte Carlo run in a fresh checkout also
-# compiles the kernels.
+# Generous: a notebook takes seconds, but the first Monte Carlo run in a fresh checkout also
+# compiles the kernels, on a machine that may be busy.
 CELL_TIMEOUT_S = 600
 
 
-def test_there_are_notebooks() -> None:
-    assert len(NOTEBOOKS) >= 5, NOTEBOOKS
+def test_every_notebook_is_found() -> None:
+    names = {path.stem for path in NOTEBOOKS}
+    assert {"01_compounding", "02_verifier_quality", "03_correlated_errors",
+            "04_checkpoints_and_gates", "05_eval_tasks_and_trials"} <= names
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    jupytext = pytest.importorskip("jupytext")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+@pytest.fixture
+def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``python3`` kernel that runs this interpreter on this checkout, without a display.
 
-    # The kernel is a child process: it inherits this environment. It must import the
-    # relsim of this checkout (not another installed copy) and draw without a display.
-    path_entries = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path_entries))
+    The installed ``python3`` kernelspec may start whatever ``python`` is first on PATH;
+    a kernelspec written for ``sys.executable`` into a directory put first on JUPYTER_PATH
+    takes precedence. The kernel is a child process and inherits the environment, so
+    PYTHONPATH makes it import the relsim of this checkout, not another installed copy.
+    """
+    from ipykernel.kernelspec import write_kernel_spec
+
+    write_kernel_spec(tmp_path / "kernels" / "python3")
+    monkeypatch.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("JUPYTER_PATH")])))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "Agg")
+
+
+def execute(path: Path) -> None:
+    """Run the notebook at ``path`` in a fresh kernel whose working directory is the root."""
+    import jupytext
+    import nbclient
 
     notebook = jupytext.read(path)
     client = nbclient.NotebookClient(
         notebook,
         kernel_name="python3",
         timeout=CELL_TIMEOUT_S,
-        resources={"metadata": {"path": str(ROOT)}},  # the kernel's working directory
+        resources={"metadata": {"path": str(ROOT)}},
     )
+    client.execute()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path: Path, kernel_env: None) -> None:
+    import nbclient
+
     try:
-        client.execute()
+        execute(path)
     except nbclient.exceptions.CellExecutionError as error:
         pytest.fail(f"{path.name}: a cell failed:\n{error}")
+
+
+@pytest.mark.slow
+def test_a_failing_headline_assert_fails(tmp_path: Path, kernel_env: None) -> None:
+    """The negative control: a notebook whose pinned number is wrong does not pass."""
+    import nbclient
+
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        "# %%\nfrom relsim import formulas\n\n# %%\n"
+        "assert formulas.min_retries(0.9, 25, 0.95) == 3  # wrong on purpose: it is 2\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(nbclient.exceptions.CellExecutionError, match="AssertionError"):
+        execute(broken)
