@@ -39,8 +39,9 @@ def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ipykernel.kernelspec import write_kernel_spec
 
     write_kernel_spec(tmp_path / "kernels" / "python3")
-    monkeypatch.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("JUPYTER_PATH")])))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    for variable, first in [("JUPYTER_PATH", tmp_path), ("PYTHONPATH", ROOT)]:
+        entries = [str(first), *filter(None, [os.environ.get(variable)])]
+        monkeypatch.setenv(variable, os.pathsep.join(entries))
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
 

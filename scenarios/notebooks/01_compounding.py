@@ -35,7 +35,8 @@ from relsim import formulas
 
 # The scenario files live in scenarios/ at the repository root; find it from wherever the
 # notebook runs (the root, or scenarios/notebooks/ when opened in Jupyter).
-ROOT = next(d for d in [Path.cwd(), *Path.cwd().parents] if (d / "scenarios" / "notebooks").is_dir())
+HERE = Path.cwd()
+ROOT = next(d for d in [HERE, *HERE.parents] if (d / "scenarios" / "notebooks").is_dir())
 lesson = relsim.Scenario.from_toml(ROOT / "scenarios" / "lesson_25_steps.toml")
 ceiling_design = relsim.Scenario.from_toml(ROOT / "scenarios" / "verifier_ceiling.toml")
 lesson.steps, lesson.p, lesson.target
@@ -52,7 +53,8 @@ step_rates = np.array([0.9, 0.95, 0.99])
 chain_lengths = np.array([5, 10, 20, 50])
 table = formulas.compound(step_rates[:, None], chain_lengths[None, :])
 for rate, row in zip(step_rates, table):
-    print(f"p = {rate:<5}", "  ".join(f"n={n}: {value:.3f}" for n, value in zip(chain_lengths, row)))
+    cells = (f"n={n}: {value:.3f}" for n, value in zip(chain_lengths, row))
+    print(f"p = {rate:<5}", "  ".join(cells))
 
 # %%
 # Figure: end-to-end success against the number of steps (one small cell, so it can switch
@@ -108,7 +110,9 @@ step_ceiling = formulas.verified_ceiling(ceiling_design.p, miss)
 task_ceiling = formulas.compound(step_ceiling, ceiling_design.steps)
 print(f"step ceiling   {step_ceiling:.6f}")
 print(f"task ceiling   {task_ceiling:.6f}")
-print(f"min_retries    {formulas.min_retries(ceiling_design.p, ceiling_design.steps, ceiling_design.target, miss)}")
+no_budget = formulas.min_retries(ceiling_design.p, ceiling_design.steps, ceiling_design.target,
+                                 miss)
+print(f"min_retries    {no_budget}")
 with_ten_retries = relsim.evaluate(ceiling_design)
 with_ten_retries.to_frame()[["success", "silent_failure", "detected_failure", "expected_attempts"]]
 
@@ -119,7 +123,8 @@ fig, ax = plt.subplots(figsize=(6, 3.5))
 budgets = np.arange(0, 9)
 for verifier_miss, style in [(0.0, "o-"), (miss, "s-")]:
     step = formulas.verified_step(lesson.p, budgets, verifier_miss)
-    ax.plot(budgets, formulas.compound(step.success, lesson.steps), style, label=f"miss = {verifier_miss}")
+    success = formulas.compound(step.success, lesson.steps)
+    ax.plot(budgets, success, style, label=f"miss = {verifier_miss}")
 ax.axhline(lesson.target, color="grey", linestyle="--", label=f"target {lesson.target}")
 ax.axhline(task_ceiling, color="tab:orange", linestyle=":", label=f"ceiling {task_ceiling:.3f}")
 ax.set(xlabel="retries per step", ylabel="end-to-end success (25 steps)", ylim=(0, 1),
@@ -153,7 +158,8 @@ assert np.allclose(table[0], [0.590, 0.349, 0.122, 0.005], atol=5e-4)     # the 
 assert np.allclose(table[2], [0.951, 0.904, 0.818, 0.605], atol=5e-4)
 assert abs(step_ceiling - 0.9 / 0.91) < 1e-12 and round(step_ceiling, 6) == 0.989011
 assert round(task_ceiling, 6) == 0.758626
-assert formulas.min_retries(0.9, 25, 0.95, miss=0.1) is None              # infeasible
-three = relsim.evaluate(relsim.Scenario.from_dict({**ceiling_design.to_dict(), "retries": {"per_step": 3}}))
+assert no_budget is None and formulas.min_retries(0.9, 25, 0.95, miss=0.1) is None  # infeasible
+three = relsim.evaluate(
+    relsim.Scenario.from_dict({**ceiling_design.to_dict(), "retries": {"per_step": 3}}))
 assert abs(three.success - 0.757383) < 5e-7 and abs(three.silent_failure - 0.240978) < 5e-7  # R2
 assert three.success < with_ten_retries.success < task_ceiling < lesson.target

@@ -35,7 +35,8 @@ import numpy as np
 import relsim
 from relsim import formulas
 
-ROOT = next(d for d in [Path.cwd(), *Path.cwd().parents] if (d / "scenarios" / "notebooks").is_dir())
+HERE = Path.cwd()
+ROOT = next(d for d in [HERE, *HERE.parents] if (d / "scenarios" / "notebooks").is_dir())
 design = relsim.Scenario.from_toml(ROOT / "scenarios" / "verifier_ceiling.toml")
 p, steps, target, miss = design.p, design.steps, design.target, design.verifier.miss
 exact = relsim.evaluate(design)
@@ -51,7 +52,8 @@ exact.to_frame()[["success", "silent_failure", "detected_failure", "expected_att
 # %%
 step_ceiling = formulas.verified_ceiling(p, miss)
 task_ceiling = step_ceiling**steps
-print(f"step ceiling {step_ceiling:.6f}, task ceiling {task_ceiling:.6f}, design reaches {exact.success:.6f}")
+print(f"step ceiling {step_ceiling:.6f}, task ceiling {task_ceiling:.6f}, "
+      f"design reaches {exact.success:.6f}")
 
 # %%
 # Figure: task ceiling against the verifier's miss rate, for 10, 25 and 50 steps.
@@ -79,7 +81,8 @@ plt.show()
 budgets = np.arange(0, 11)
 split = {"success": [], "silent_failure": [], "detected_failure": []}
 for r in budgets:
-    outcome = relsim.evaluate(relsim.Scenario.from_dict({**design.to_dict(), "retries": {"per_step": int(r)}}))
+    budget = relsim.Scenario.from_dict({**design.to_dict(), "retries": {"per_step": int(r)}})
+    outcome = relsim.evaluate(budget)
     for key in split:
         split[key].append(getattr(outcome, key))
 split = {key: np.array(values) for key, values in split.items()}
@@ -150,13 +153,16 @@ assert round(step_ceiling, 6) == 0.989011 and round(task_ceiling, 6) == 0.758626
 assert exact.success <= task_ceiling and task_ceiling - exact.success < 1e-4
 assert abs(formulas.max_miss(p, steps, target) - miss_by_hand) < 1e-9
 assert round(miss_by_hand, 7) == 0.0184845
-assert abs(formulas.min_p(steps, target, miss) - p_by_hand) < 1e-9 and round(p_by_hand, 6) == 0.979875
+assert abs(formulas.min_p(steps, target, miss) - p_by_hand) < 1e-9
+assert round(p_by_hand, 6) == 0.979875
 assert planned.feasible and planned.value <= miss_by_hand and miss_by_hand - planned.value < 1e-6
 # more retries: success and silent failures never fall, detected failures never rise
-assert np.all(np.diff(split["success"]) >= -1e-12) and np.all(np.diff(split["silent_failure"]) >= -1e-12)
+assert np.all(np.diff(split["success"]) >= -1e-12)
+assert np.all(np.diff(split["silent_failure"]) >= -1e-12)
 assert np.all(np.diff(split["detected_failure"]) <= 1e-12)
 assert split["silent_failure"][-1] > 10 * split["detected_failure"][-1]
-assert abs(split["silent_failure"][-1] + split["success"][-1] - 1) < 1e-3   # nearly all reach the end
+# nearly every trial now reaches the end
+assert abs(split["silent_failure"][-1] + split["success"][-1] - 1) < 1e-3
 assert abs((1 - task_ceiling) - 0.241374) < 5e-7   # the silent share's limit
 # false_reject: every row still meets the target, and rejecting good work costs attempts
 assert all(row[1] is not None and row[2] >= target for row in rows)

@@ -29,6 +29,7 @@
 # standard errors. The model: docs/model.md section 3.
 
 # %%
+import dataclasses
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -38,7 +39,8 @@ from scipy import integrate, special, stats
 import relsim
 from relsim import formulas
 
-ROOT = next(d for d in [Path.cwd(), *Path.cwd().parents] if (d / "scenarios" / "notebooks").is_dir())
+HERE = Path.cwd()
+ROOT = next(d for d in [HERE, *HERE.parents] if (d / "scenarios" / "notebooks").is_dir())
 correlated = relsim.Scenario.from_toml(ROOT / "scenarios" / "correlated_retries.toml")
 confused = relsim.Scenario.from_toml(ROOT / "scenarios" / "confused_agent.toml")
 TRIALS, SEED = 200_000, 2026
@@ -75,9 +77,12 @@ print(f"correlated, relsim.evaluate      {exact.success:.6f}")
 # %%
 # The retry budget that really meets the target: the planner against the quadrature.
 planned = relsim.plan.retries(correlated)
-least_by_quadrature = next(r for r in range(50) if step_success(r, correlated.p, sd) ** correlated.steps >= correlated.target)
+least_by_quadrature = next(
+    r for r in range(50)
+    if step_success(r, correlated.p, sd) ** correlated.steps >= correlated.target)
+independent_plan = formulas.min_retries(first_attempt, correlated.steps, correlated.target)
 print(f"plan.retries: {planned.value} retries per step (quadrature: {least_by_quadrature}); "
-      f"independent retries would need {formulas.min_retries(first_attempt, correlated.steps, correlated.target)}")
+      f"independent retries would need {independent_plan}")
 
 # %%
 budgets = np.arange(0, 9)
@@ -114,7 +119,8 @@ plt.show()
 # %%
 no_verifier = {"steps": 10, "p": 0.9}
 for task_sd in (0.0, 0.5, 1.0, 2.0):
-    chain = relsim.evaluate(relsim.Scenario.from_dict({**no_verifier, "correlation": {"task_sd": task_sd}}))
+    chain = relsim.evaluate(
+        relsim.Scenario.from_dict({**no_verifier, "correlation": {"task_sd": task_sd}}))
     with_retries = relsim.evaluate(relsim.Scenario.from_dict(
         {**correlated.to_dict(), "correlation": {"task_sd": task_sd}}))
     print(f"task_sd {task_sd}: no verifier {chain.success:.4f} "
@@ -130,7 +136,8 @@ for task_sd in (0.0, 0.5, 1.0, 2.0):
 
 # %%
 exact_confused = relsim.evaluate(confused)
-chain = formulas.confusion_chain(confused.p, confused.steps, **vars(confused.correlation.confusion),
+confusion = dataclasses.asdict(confused.correlation.confusion)   # enter, recover, factor
+chain = formulas.confusion_chain(confused.p, confused.steps, **confusion,
                                  retries=confused.retries.per_step, miss=confused.verifier.miss)
 independent_confused = formulas.verified_step(confused.p, confused.retries.per_step,
                                               confused.verifier.miss).success ** confused.steps
@@ -161,7 +168,7 @@ def z_scores(simulated: relsim.Outcome, exact: relsim.Outcome) -> dict[str, floa
 checks = {}
 for name, design, wrong in [
     ("correlated", correlated, {"correlation": {"step_sd": 1.3}}),
-    ("confused", confused, {"correlation": {"confusion": {**vars(confused.correlation.confusion), "factor": 0.6}}}),
+    ("confused", confused, {"correlation": {"confusion": {**confusion, "factor": 0.6}}}),
 ]:
     simulated = relsim.simulate(design, TRIALS, seed=SEED)
     right = z_scores(simulated, relsim.evaluate(design))
@@ -189,7 +196,7 @@ assert round(first_attempt, 3) == 0.832 and round(independent, 3) == 0.954
 assert abs(exact.success - by_quadrature) < 1e-7          # exact engine against quadrature
 assert round(by_quadrature, 3) == 0.733 and by_quadrature < correlated.target < independent
 assert planned.value == least_by_quadrature == 7
-assert formulas.min_retries(first_attempt, 10, 0.95) == 2  # what independence would promise
+assert independent_plan == 2                               # what independence would promise
 assert all(np.all(np.diff(curves[s]) >= -1e-12) for s in curves)               # retries help ...
 assert all(curves[a][2] > curves[b][2] for a, b in [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5)])  # ... less
 assert abs(exact_confused.success - chain.success) < 1e-9

@@ -34,7 +34,8 @@ import numpy as np
 import relsim
 from relsim import formulas
 
-ROOT = next(d for d in [Path.cwd(), *Path.cwd().parents] if (d / "scenarios" / "notebooks").is_dir())
+HERE = Path.cwd()
+ROOT = next(d for d in [HERE, *HERE.parents] if (d / "scenarios" / "notebooks").is_dir())
 catch = relsim.Scenario.from_toml(ROOT / "scenarios" / "checkpoints_catch_silent_failures.toml")
 spacing = relsim.Scenario.from_toml(ROOT / "scenarios" / "checkpoint_spacing.toml")
 gate = relsim.Scenario.from_toml(ROOT / "scenarios" / "human_gate.toml")
@@ -43,6 +44,10 @@ def variant(design: relsim.Scenario, **tables) -> relsim.Scenario:
     """The design with some tables replaced (None drops a table), validated again."""
     data = {**design.to_dict(), **tables}
     return relsim.Scenario.from_dict({k: v for k, v in data.items() if v is not None})
+
+def with_checkpoints(design: relsim.Scenario, **changes) -> relsim.Scenario:
+    """The design with some keys of its [checkpoints] table changed."""
+    return variant(design, checkpoints={**design.to_dict()["checkpoints"], **changes})
 
 # %% [markdown]
 # ## What checkpoints buy
@@ -54,8 +59,7 @@ def variant(design: relsim.Scenario, **tables) -> relsim.Scenario:
 
 # %%
 no_checks = relsim.evaluate(variant(catch, checkpoints=None))
-by_rollbacks = {r: relsim.evaluate(variant(catch, checkpoints={**catch.to_dict()["checkpoints"], "rollbacks": r}))
-                for r in range(0, 5)}
+by_rollbacks = {r: relsim.evaluate(with_checkpoints(catch, rollbacks=r)) for r in range(0, 5)}
 print(f"no checkpoints : success {no_checks.success:.4f}  silent {no_checks.silent_failure:.4f}  "
       f"detected {no_checks.detected_failure:.4f}  attempts {no_checks.expected_attempts:.2f}")
 for r, o in by_rollbacks.items():
@@ -68,7 +72,8 @@ fig, ax = plt.subplots(figsize=(6, 3.5))
 labels = ["none"] + [f"{r} rb" for r in by_rollbacks]
 rows = [no_checks, *by_rollbacks.values()]
 bottom = np.zeros(len(rows))
-for key, color in [("success", "tab:green"), ("silent_failure", "tab:red"), ("detected_failure", "tab:gray")]:
+colors = {"success": "tab:green", "silent_failure": "tab:red", "detected_failure": "tab:gray"}
+for key, color in colors.items():
     values = np.array([getattr(o, key) for o in rows])
     ax.bar(labels, values, bottom=bottom, color=color, label=key.replace("_", " "))
     bottom += values
@@ -97,13 +102,15 @@ def cost_by_hand(k: int) -> float:
     return sum((length + C) / p**length for length in segments)
 
 spacings = np.arange(1, n + 1)
-by_engine = np.array([relsim.evaluate(variant(spacing, checkpoints={**spacing.to_dict()["checkpoints"], "every": int(k)})).expected_cost
+by_engine = np.array([relsim.evaluate(with_checkpoints(spacing, every=int(k))).expected_cost
                       for k in spacings])
 by_hand = np.array([cost_by_hand(int(k)) for k in spacings])
 planned = relsim.plan.checkpoints(spacing)
 print(f"plan.checkpoints: every = {planned.value}, expected cost {planned.expected_cost:.4f} "
-      f"(by hand {cost_by_hand(planned.value):.4f}); the file's every = 5 costs {cost_by_hand(5):.4f}")
-print(f"sqrt(C/(1-p)) = {math.sqrt(C / (1 - p)):.2f}; Young's sqrt(2C/(1-p)) = {formulas.checkpoint_interval(p, C):.2f}")
+      f"(by hand {cost_by_hand(planned.value):.4f}); the file's every = 5 costs "
+      f"{cost_by_hand(5):.4f}")
+relsim_interval, young = math.sqrt(C / (1 - p)), formulas.checkpoint_interval(p, C)
+print(f"sqrt(C/(1-p)) = {relsim_interval:.2f}; Young's sqrt(2C/(1-p)) = {young:.2f}")
 
 # %%
 # Figure: expected cost per trial against the checkpoint spacing.
@@ -132,7 +139,7 @@ plt.show()
 ungated = relsim.evaluate(variant(gate, checkpoints=None))
 gated = relsim.evaluate(gate)
 detect = gate.checkpoints.detect
-redo = relsim.evaluate(variant(gate, checkpoints={**gate.to_dict()["checkpoints"], "rollbacks": 1}))
+redo = relsim.evaluate(with_checkpoints(gate, rollbacks=1))
 for label, o in [("no gate", ungated), ("gate, no redo", gated), ("gate, one redo", redo)]:
     print(f"{label:15}: success {o.success:.4f}  silent {o.silent_failure:.4f}  "
           f"detected {o.detected_failure:.4f}  cost/success {o.cost_per_success:.3f}")
@@ -165,7 +172,8 @@ for reviewers in range(math.ceil(load), math.ceil(load) + 8):
     pool[reviewers] = (waits, mean_wait_s)
     print(f"{reviewers} reviewers: P(wait) {waits:.3f}, mean wait {mean_wait_s / 60:.1f} min")
 enough = min(c for c, (waits, _) in pool.items() if waits < 0.2)
-print(f"offered load {load:.1f} reviewer-hours per hour; fewer than 20% of trials wait with {enough} reviewers")
+print(f"offered load {load:.1f} reviewer-hours per hour; "
+      f"fewer than 20% of trials wait with {enough} reviewers")
 
 # %% [markdown]
 # ## What the review should take away
@@ -186,11 +194,12 @@ print(f"offered load {load:.1f} reviewer-hours per hour; fewer than 20% of trial
 assert abs(by_rollbacks[0].success - no_checks.success) < 1e-12        # no redo, no gain
 assert by_rollbacks[0].silent_failure < no_checks.silent_failure
 assert all(by_rollbacks[r + 1].success > by_rollbacks[r].success for r in range(4))
-assert round(no_checks.success, 3) == 0.713 and round(by_rollbacks[2].success, 3) == 0.910  # the file's claims
+# the file's claims
+assert round(no_checks.success, 3) == 0.713 and round(by_rollbacks[2].success, 3) == 0.910
 assert round(by_rollbacks[2].silent_failure, 3) == 0.061
 assert np.max(np.abs(by_engine - by_hand)) < 1e-8                     # exact engine against the sum
 assert planned.feasible and planned.value == int(np.argmin(by_hand)) + 1 == 10
-assert abs(planned.value - math.sqrt(C / (1 - p))) < abs(planned.value - formulas.checkpoint_interval(p, C))
+assert abs(planned.value - relsim_interval) < abs(planned.value - young)
 assert abs(gated.success - ungated.success) < 1e-12
 assert abs(gated.silent_failure - ungated.silent_failure * (1 - detect)) < 1e-12
 assert abs(redo.success - ungated.success * (1 + detect * ungated.silent_failure)) < 1e-12

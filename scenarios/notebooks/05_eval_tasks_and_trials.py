@@ -40,7 +40,8 @@ from scipy import integrate, stats
 import relsim
 from relsim import evalstats, formulas
 
-ROOT = next(d for d in [Path.cwd(), *Path.cwd().parents] if (d / "scenarios" / "notebooks").is_dir())
+HERE = Path.cwd()
+ROOT = next(d for d in [HERE, *HERE.parents] if (d / "scenarios" / "notebooks").is_dir())
 agent = relsim.Scenario.from_toml(ROOT / "scenarios" / "eval_agent.toml")
 homogeneous = relsim.evaluate(agent).success   # every task as hard as every other
 print(f"{agent.steps} steps at p = {agent.p}: success {homogeneous:.4f} if all tasks were alike")
@@ -90,7 +91,8 @@ def by_quadrature(f) -> float:
 
 n = agent.steps
 truth = {
-    "pass_at_k": {k: 1 - sum(math.comb(k, j) * (-1) ** j * moment(n * j) for j in range(k + 1)) for k in KS},
+    "pass_at_k": {k: 1 - sum(math.comb(k, j) * (-1) ** j * moment(n * j) for j in range(k + 1))
+                  for k in KS},
     "pass_hat_k": {k: moment(n * k) for k in KS},
 }
 check = {
@@ -130,10 +132,12 @@ report.round(4)
 # %%
 # Figure: pass@k and pass^k with their intervals, the truth, and the homogeneous prediction.
 fig, ax = plt.subplots(figsize=(6, 3.5))
-for metric, label, color in [("pass_at_k", "pass@k", "tab:blue"), ("pass_hat_k", "pass^k", "tab:red")]:
+for metric, label, color in [("pass_at_k", "pass@k", "tab:blue"),
+                             ("pass_hat_k", "pass^k", "tab:red")]:
     rows_k = report.loc[metric]
     ax.errorbar(rows_k.index, rows_k["estimate"],
-                yerr=[rows_k["estimate"] - rows_k["ci_low"], rows_k["ci_high"] - rows_k["estimate"]],
+                yerr=[rows_k["estimate"] - rows_k["ci_low"],
+                      rows_k["ci_high"] - rows_k["estimate"]],
                 fmt="o", color=color, capsize=3, label=f"{label}, estimated (95% CI)")
     ax.plot(rows_k.index, rows_k["truth"], "-", color=color, alpha=0.5, label=f"{label}, true")
 for metric in ("pass_at_k", "pass_hat_k"):
@@ -146,15 +150,18 @@ plt.show()
 
 # %%
 # The same estimators by hand from the raw counts, outside relsim.
-successes = outcomes.sum(axis=1)
+successes, m = outcomes.sum(axis=1), TRIALS_PER_TASK
 by_hand = {
-    "pass_at_k": {k: np.mean([1 - math.comb(TRIALS_PER_TASK - c, k) / math.comb(TRIALS_PER_TASK, k) for c in successes]) for k in KS},
-    "pass_hat_k": {k: np.mean([math.comb(c, k) / math.comb(TRIALS_PER_TASK, k) for c in successes]) for k in KS},
+    "pass_at_k": {k: np.mean([1 - math.comb(m - c, k) / math.comb(m, k) for c in successes])
+                  for k in KS},
+    "pass_hat_k": {k: np.mean([math.comb(c, k) / math.comb(m, k) for c in successes])
+                   for k in KS},
 }
 steps_plan = analysis.steps
 print(f"pass@1 {analysis.success['mean']:.4f} +/- {analysis.success['se']:.4f} (clustered SE); "
       f"true mean {truth['pass_at_k'][1]:.4f}; homogeneous model {homogeneous:.4f}")
-print(f"implied per-step success {steps_plan['per_step_success']:.4f} (the tasks' mean p is {agent.p}); "
+print(f"implied per-step success {steps_plan['per_step_success']:.4f} "
+      f"(the tasks' mean p is {agent.p}); "
       f"plan: {steps_plan['plan']['command']} -> {steps_plan['plan']['retries']} retries")
 
 # %% [markdown]
@@ -164,27 +171,30 @@ print(f"implied per-step success {steps_plan['per_step_success']:.4f} (the tasks
 # to detect a gain `D` over a baseline `P` with a two-sided test at level `alpha` and the given
 # power is
 #
-#     T = ceil((z_{1 - alpha/2} + z_power) ** 2 (W ** 2 + (P (1 - P) + Q (1 - Q)) / K) / D ** 2),  Q = P + D
+#     T = ceil((z_{1 - alpha/2} + z_power) ** 2 (W ** 2 + (P (1 - P) + Q (1 - Q)) / K) / D ** 2)
 #
-# (`W`: the spread of the true per-task differences, 0 here). It is checked below by hand and,
-# because it rests on a normal approximation, by simulation: 4,000 paired evals of that many
-# tasks, each tested with scipy's paired t-test, must reject in 80% of them (within 5 standard
-# errors); with half the tasks, clearly fewer must.
+# with `Q = P + D` and `W` the spread of the true per-task differences (0 unless given). It is
+# checked below by hand and, because it rests on a normal approximation, by simulation:
+# 4,000 paired evals of that many tasks, each tested with scipy's paired t-test, must reject in
+# 80% of them (within 5 standard errors); with half the tasks, clearly fewer must.
 
 # %%
-def tasks_by_hand(delta: float, baseline: float, trials_per_task: int, alpha_=0.05, power=0.8) -> int:
-    z = stats.norm.ppf(1 - alpha_ / 2) + stats.norm.ppf(power)
+def tasks_by_hand(delta: float, baseline: float, trials_per_task: int) -> int:
+    """The formula above at alpha = 0.05, power = 0.8, W = 0, with scipy's normal quantiles."""
+    z = stats.norm.ppf(1 - 0.05 / 2) + stats.norm.ppf(0.8)
     other = baseline + delta
-    return math.ceil(z**2 * (baseline * (1 - baseline) + other * (1 - other)) / trials_per_task / delta**2)
+    variance = (baseline * (1 - baseline) + other * (1 - other)) / trials_per_task
+    return math.ceil(z**2 * variance / delta**2)
 
 baseline = round(float(analysis.success["mean"]), 2)
 for k_trials in (1, 3, 5):
-    print(f"{k_trials} trial(s) per task: {evalstats.tasks_needed(0.05, baseline, trials_per_task=k_trials)} tasks "
-          f"to see a 5-point gain over {baseline:.2f}; "
-          f"{evalstats.tasks_needed(0.05, baseline, trials_per_task=k_trials, difference_sd=0.3)} "
-          f"if the gain varies across tasks with sd 0.3")
+    alike = evalstats.tasks_needed(0.05, baseline, trials_per_task=k_trials)
+    varied = evalstats.tasks_needed(0.05, baseline, trials_per_task=k_trials, difference_sd=0.3)
+    print(f"{k_trials} trial(s) per task: {alike} tasks to see a 5-point gain over "
+          f"{baseline:.2f}; {varied} if the gain varies across tasks with sd 0.3")
 mde = evalstats.minimum_detectable_effect(TASKS, baseline, trials_per_task=TRIALS_PER_TASK)
-print(f"with this eval ({TASKS} tasks x {TRIALS_PER_TASK}): the smallest detectable gain is {mde:.3f}")
+print(f"with this eval ({TASKS} tasks x {TRIALS_PER_TASK}): "
+      f"the smallest detectable gain is {mde:.3f}")
 
 # %%
 # Power by simulation: P = 0.6, D = 0.1, one trial per task, every task at the same rate.
@@ -237,15 +247,18 @@ plt.show()
 assert round(homogeneous, 6) == round(0.95**10, 6)
 for metric in truth:
     for k in KS:
-        assert abs(truth[metric][k] - check[metric][k]) < 1e-9, (metric, k)        # closed form = quadrature
-        assert abs(table.loc[(metric, k), "estimate"] - by_hand[metric][k]) < 1e-12  # analyze = by hand
-assert (report["z_truth"].abs() < 5).all(), report["z_truth"]                        # the truth within 5 SE
-assert abs(report.loc[("pass_hat_k", 5), "z_homogeneous"]) > 5                      # homogeneous model rejected
+        # closed form = quadrature; analyze = the estimators by hand
+        assert abs(truth[metric][k] - check[metric][k]) < 1e-9, (metric, k)
+        assert abs(table.loc[(metric, k), "estimate"] - by_hand[metric][k]) < 1e-12, (metric, k)
+assert (report["z_truth"].abs() < 5).all(), report["z_truth"]           # the truth within 5 SE
+assert abs(report.loc[("pass_hat_k", 5), "z_homogeneous"]) > 5         # tasks-alike rejected
 assert abs(analysis.success["mean"] - truth["pass_at_k"][1]) < 5 * analysis.success["se"]
-assert truth["pass_hat_k"][5] > 2 * truth["pass_hat_k"][1] ** 5                      # the headline gap
-assert evalstats.tasks_needed(0.03, 0.7) == tasks_by_hand(0.03, 0.7, 1) == 3551      # the lesson's example
-assert all(evalstats.tasks_needed(0.05, baseline, trials_per_task=k) == tasks_by_hand(0.05, baseline, k) for k in (1, 3, 5))
+assert truth["pass_hat_k"][5] > 2 * truth["pass_hat_k"][1] ** 5        # the headline gap
+assert evalstats.tasks_needed(0.03, 0.7) == tasks_by_hand(0.03, 0.7, 1) == 3551   # the lesson
+for k_trials in (1, 3, 5):
+    assert evalstats.tasks_needed(0.05, baseline, trials_per_task=k_trials) == tasks_by_hand(
+        0.05, baseline, k_trials)
 assert needed == tasks_by_hand(D, P, 1)
-assert abs(power_full - 0.8) < 5 * se_full                                          # the power it promises
-assert power_half < 0.8 - 5 * se_half                                               # too few tasks: caught
+assert abs(power_full - 0.8) < 5 * se_full                             # the power it promises
+assert power_half < 0.8 - 5 * se_half                                  # too few tasks: caught
 assert mde is not None and TASKS >= tasks_by_hand(mde + 1e-9, baseline, TRIALS_PER_TASK)
