@@ -27,6 +27,22 @@ def test_every_notebook_is_found() -> None:
             "04_checkpoints_and_gates", "05_eval_tasks_and_trials"} <= names
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_has_the_parts_a_review_needs(path: Path) -> None:
+    """A scenario file, prose, a figure, and pinned headline numbers in the last cell."""
+    import jupytext
+
+    cells = jupytext.read(path).cells
+    code = [cell.source for cell in cells if cell.cell_type == "code"]
+    prose = [cell.source for cell in cells if cell.cell_type == "markdown"]
+    assert any("Scenario.from_toml(" in source for source in code), "loads a scenarios/*.toml"
+    assert len(prose) >= 4 and prose[0].startswith("# "), "a title and prose to follow"
+    figures = ("plt.subplots(", "relsim.plot.")
+    assert any(f in source for source in code for f in figures), "at least one figure"
+    last = [line for line in code[-1].splitlines() if line.strip()]
+    assert sum(line.lstrip().startswith("assert ") for line in last) >= 3, "ends with asserts"
+
+
 @pytest.fixture
 def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``python3`` kernel that runs this interpreter on this checkout, without a display.
