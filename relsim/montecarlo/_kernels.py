@@ -185,30 +185,6 @@ def _record(record, row, outcome, attempts, cost, retries_used, rollbacks_used, 
 
 
 @numba.njit(inline="always")
-def _tally(
-    design, sums, block, cost_hist, attempts_hist, outcome, attempts, cost,
-):
-    """Add one finished trial to its block's sums and to the histograms."""
-    sums.trials[block] += 1
-    if outcome == SUCCESS:
-        sums.success[block] += 1
-    elif outcome == SILENT_FAILURE:
-        sums.silent_failure[block] += 1
-    else:
-        sums.detected_failure[block] += 1
-    sums.attempts[block] += attempts
-    d = attempts - design.attempts_shift
-    sums.attempts_sq[block] += d * d
-    d = cost - design.cost_shift
-    sums.cost[block] += d
-    sums.cost_sq[block] += d * d
-    if outcome == SUCCESS:
-        sums.cost_success[block] += d
-    _hist_add(cost_hist, design.cost_offset, design.mantissa_drop, cost)
-    _hist_add(attempts_hist, design.attempts_offset, design.mantissa_drop, float(attempts))
-
-
-@numba.njit(inline="always")
 def _normal_pair(s0, s1, s2, s3):
     """Two independent standard normals by Box-Muller from two draws (u1 in (0, 1] keeps
     the log finite)."""
@@ -342,6 +318,11 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
     factor = design.factor
     task_sd = design.task_sd
     step_sd = design.step_sd
+    attempts_shift = design.attempts_shift
+    cost_shift = design.cost_shift
+    attempts_offset = design.attempts_offset
+    cost_offset = design.cost_offset
+    mantissa_drop = design.mantissa_drop
     record_rows = record.outcome.shape[0]
     steps = p.shape[0]
     random_effects = task_sd > 0.0 or step_sd > 0.0
@@ -353,6 +334,9 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
         s3 = seeds[block, 3]
         spare = 0.0
         have_spare = False
+        # the block's sums, kept in registers and stored once the block is done
+        n_success = n_silent = n_detected = sum_attempts = 0
+        sum_attempts_sq = sum_cost = sum_cost_sq = sum_cost_success = 0.0
         for _ in range(block_trials[block]):
             task_effect = 0.0
             if task_sd > 0.0:
@@ -477,8 +461,32 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
                         doomed = True
                     seg_tainted = False
                     seg_start = i
-            _tally(design, sums, block, cost_hist, attempts_hist, outcome, attempts, cost)
+            if outcome == SUCCESS:
+                n_success += 1
+            elif outcome == SILENT_FAILURE:
+                n_silent += 1
+            else:
+                n_detected += 1
+            sum_attempts += attempts
+            d = attempts - attempts_shift
+            sum_attempts_sq += d * d
+            d = cost - cost_shift
+            sum_cost += d
+            sum_cost_sq += d * d
+            if outcome == SUCCESS:
+                sum_cost_success += d
+            _hist_add(cost_hist, cost_offset, mantissa_drop, cost)
+            _hist_add(attempts_hist, attempts_offset, mantissa_drop, float(attempts))
             if recorded < record_rows:
                 _record(record, recorded, outcome, attempts, cost, retries_used, rollbacks_used,
                         first_wrong, caught_at, stopped_at)
                 recorded += 1
+        sums.trials[block] = block_trials[block]
+        sums.success[block] = n_success
+        sums.silent_failure[block] = n_silent
+        sums.detected_failure[block] = n_detected
+        sums.attempts[block] = sum_attempts
+        sums.attempts_sq[block] = sum_attempts_sq
+        sums.cost[block] = sum_cost
+        sums.cost_sq[block] = sum_cost_sq
+        sums.cost_success[block] = sum_cost_success
