@@ -1,5 +1,6 @@
-"""relsim.simulate: the reference values of docs/model.md section 5, a slow reference simulator, reproducibility,
-trajectories, percentiles, interruption and bad input.
+"""relsim.simulate: the reference values of docs/model.md section 5, a slow reference
+simulator, reproducibility, trajectories, percentiles, interruption, bad input, the result
+types and numba's cache.
 
 Stochastic checks use fixed seeds and a tolerance of 5 standard errors computed from the run;
 each family has a negative control (a slightly wrong scenario) that the same check catches.

@@ -5,8 +5,8 @@
     relsim simulate SCENARIO.toml --trials N --seed S [--threads T] [--record K] [--json]
 
 Prints the estimates with standard errors, 95% intervals and percentiles of cost and attempts
-(``--json``: ``SimulatedOutcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``, ``seed`` and
-``partial``). A progress bar goes to stderr when stderr is a terminal. Ctrl-C stops the run
+(``--json``: ``SimulatedOutcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``,
+``seed`` and ``partial``). A progress bar goes to stderr when stderr is a terminal. Ctrl-C stops the run
 after the chunks in flight and prints the estimate over the trials done, marked partial, with
 exit status 130 (a second Ctrl-C aborts at once).
 """

@@ -50,8 +50,8 @@ def simulate(
 ) -> SimulatedOutcome:
     r"""Estimate a scenario's outcome by simulating ``trials`` independent trials.
 
-    Each trial follows docs/model.md section 3 exactly. The proportions are the outcome frequencies,
-    with binomial standard errors and Wilson 95% intervals,
+    Each trial follows docs/model.md section 3 exactly. The proportions are the outcome
+    frequencies, with binomial standard errors and Wilson 95% intervals,
 
     .. math::
 
@@ -75,14 +75,14 @@ def simulate(
     trials : int
         Number of trials, ``>= 1``.
     seed : int, numpy.random.SeedSequence or None
-        Seeds the trials. ``None`` draws fresh entropy, which is reported in ``SimulatedOutcome.seed``
-        so the run can be repeated. The same seed gives the same trials, whatever
+        Seeds the trials. ``None`` draws fresh entropy, which is reported in the result's
+        ``seed`` so the run can be repeated. The same seed gives the same trials, whatever
         ``threads`` and ``chunk_size``.
     threads : int or None
         Worker threads, ``>= 1``; ``None`` uses every core available to the process.
     record : int
-        Keep the first ``record`` trials (at most ``trials``) in ``SimulatedOutcome.trajectories``, a
-        pandas DataFrame with one row per trial: ``outcome``, ``attempts``, ``cost``,
+        Keep the first ``record`` trials (at most ``trials``) in the result's ``trajectories``,
+        a pandas DataFrame with one row per trial: ``outcome``, ``attempts``, ``cost``,
         ``retries_used``, ``rollbacks``, ``first_wrong_step`` (the first step whose accepted
         result was wrong, NA if none), ``caught_at`` (the checkpoint position that first caught
         a wrong segment, NA if none) and ``stopped_at`` (for a detected failure, the step whose
@@ -100,9 +100,14 @@ def simulate(
     -------
     relsim.SimulatedOutcome
         An ``Outcome`` (``method`` ``"montecarlo"``) with ``standard_errors`` and
-        ``intervals`` for every key,
-        ``percentiles`` of per-trial ``cost`` and ``attempts`` (p50, p90, p99), ``trials``,
-        ``seed`` and ``partial``.
+        ``intervals`` for every key, ``percentiles`` of per-trial ``cost`` and ``attempts``
+        (p50, p90, p99), ``trials``, ``seed``, ``partial`` and ``trajectories``.
+
+    Raises
+    ------
+    relsim.errors.RelsimError
+        For an argument out of range (``"<name>: must be <allowed>, got <value>"``) or a bad
+        scenario (``ScenarioError``, a subclass).
 
     Notes
     -----
@@ -124,8 +129,8 @@ def simulate(
 
     Examples
     --------
-    R1 of docs/model.md section 5 (25 steps, p = 0.9, perfect verifier, 2 retries per step) succeeds with
-    probability 0.975298:
+    R1 of docs/model.md section 5 (25 steps, p = 0.9, perfect verifier, 2 retries per step)
+    succeeds with probability 0.975298:
 
     >>> from relsim import Scenario, simulate
     >>> r1 = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0},

@@ -13,8 +13,8 @@ intervals; the means have standard error :math:`s/\sqrt N` and normal intervals;
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -111,18 +111,21 @@ class StreamTally:
 
     attempts_shift: float
     cost_shift: float
-    totals: tuple[tuple[str, Any], ...] = tuple(
-        [(name, 0) for name in _INT_FIELDS] + [(name, 0.0) for name in _FLOAT_FIELDS]
+    totals: Mapping[str, int | float] = field(
+        default_factory=lambda: {
+            **dict.fromkeys(_INT_FIELDS, 0),
+            **dict.fromkeys(_FLOAT_FIELDS, 0.0),
+        }
     )
     cost_hist: Histogram | None = None
     attempts_hist: Histogram | None = None
 
     @property
     def trials(self) -> int:
-        return dict(self.totals)["trials"]
+        return int(self.totals["trials"])
 
     def add(self, result: GeneralResult) -> "StreamTally":
-        totals = dict(self.totals)
+        totals = dict(self.totals)  # a new mapping: this tally stays as it was
         sums = result.sums
         for block in range(sums.trials.shape[0]):
             for name in _INT_FIELDS:
@@ -134,12 +137,10 @@ class StreamTally:
         else:
             cost_hist = self.cost_hist.merged(result.cost_hist)
             attempts_hist = self.attempts_hist.merged(result.attempts_hist)
-        return StreamTally(
-            self.attempts_shift, self.cost_shift, tuple(totals.items()), cost_hist, attempts_hist
-        )
+        return StreamTally(self.attempts_shift, self.cost_shift, totals, cost_hist, attempts_hist)
 
     def estimates(self) -> Estimates:
-        t = dict(self.totals)
+        t = self.totals
         n = t["trials"]
         # Sums of values shifted by a typical trial's value: the variances do not cancel.
         attempts_d = t["attempts"] / n - self.attempts_shift
