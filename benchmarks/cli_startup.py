@@ -1,8 +1,11 @@
-"""Start-up time of ``relsim solve`` against ``python -c "import numpy"`` (issue 2 item 5).
+"""Start-up time of ``relsim solve`` against ``python -c "import numpy"`` (issue 2 item 5),
+and of a second ``relsim simulate`` (its kernels in numba's cache) for comparison.
 
 Runs each command ``--repeats`` times in a fresh process (after one warm-up run, so the file
-cache is warm for all of them alike), and prints the median wall time and its ratio to the
-numpy import measured in the same run. Goal: ``relsim solve`` within 2x of importing numpy.
+cache and numba's cache are warm for all of them alike), and prints the median wall time and
+its ratio to the numpy import measured in the same run. Goal: ``relsim solve`` within 2x of
+importing numpy. ``relsim simulate`` has no such goal: it imports numba and loads its compiled
+kernels from numba's cache (see benchmarks/README.md).
 
     python benchmarks/cli_startup.py [--repeats 21]
 """
@@ -15,12 +18,15 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 SOLVE = ["solve", "--steps", "25", "--target", "0.95"]
+R1_TOML = "steps = 25\np = 0.9\n[verifier]\nmiss = 0.0\n[retries]\nper_step = 2\n"
 
 
-def commands() -> list[tuple[str, list[str]]]:
+def commands(r1_path: str) -> list[tuple[str, list[str]]]:
     python = sys.executable
     out = [
         ("python -c pass", [python, "-c", "pass"]),
@@ -35,6 +41,11 @@ def commands() -> list[tuple[str, list[str]]]:
     out.append(
         ("python -m relsim solve ... --p 0.9 --miss 0.1", [python, "-m", "relsim", *SOLVE,
                                                           "--p", "0.9", "--miss", "0.1"])
+    )
+    out.append(
+        ("python -m relsim simulate r1.toml --trials 1000", [python, "-m", "relsim", "simulate",
+                                                            r1_path, "--trials", "1000",
+                                                            "--seed", "1"])
     )
     return out
 
@@ -55,7 +66,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
     args = parser.parse_args()
-    rows = [(name, wall_times(argv, args.repeats)) for name, argv in commands()]
+    with tempfile.TemporaryDirectory() as folder:
+        r1_path = str(Path(folder) / "r1.toml")
+        Path(r1_path).write_text(R1_TOML)
+        rows = [(name, wall_times(argv, args.repeats)) for name, argv in commands(r1_path)]
     reference = statistics.median(rows[1][1])
     width = max(len(name) for name, _ in rows)
     print(f"{'command':<{width}}  median ms  min ms  x numpy")

@@ -1,10 +1,10 @@
 """Speed of the Monte Carlo engine, next to references measured in the same run.
 
-Prints step-attempts per second of ``relsim.simulate`` on R1 and R7 of MODEL.md with 1 and 2
-threads, numpy's ``Generator.random`` fill rate (uniform doubles per second; one thread, and
-one generator per thread run together), a plain-Python loop, the start time of a second
-``relsim simulate`` (compiled kernels cached; next to numba's own cache and the imports of
-numpy and numba) and the peak memory of 10**8 trials of a 25-step scenario. Nothing here is
+Prints step-attempts per second of ``relsim.simulate`` on R1 and R7 of docs/model.md section 5
+with 1 and 2 threads, numpy's ``Generator.random`` fill rate (uniform doubles per second; one
+thread, and one generator per thread run together), a plain-Python loop, the start time of a
+second ``relsim simulate`` (kernels in numba's cache; next to the imports of numpy and numba)
+and the peak memory of 10**8 trials of a 25-step scenario. Nothing here is
 asserted: ratios are what to read, since the absolute figures move with the machine and its
 load.
 
@@ -119,25 +119,23 @@ def simulate_rate(scenario: Scenario, trials: int, threads: int, repeats: int) -
     return attempts[-1] / seconds
 
 
-# ``relsim simulate`` with the native-kernel cache bypassed: the kernels come from numba's
-# dispatcher and its own on-disk cache (how relsim ran before the native cache).
-NUMBA_DISPATCHER = (
-    "import sys\n"
-    "from relsim.montecarlo import _kernels, _native\n"
-    "_native._loaded.update(run_simple=_kernels.run_simple, run_general=_kernels.run_general)\n"
-    "from relsim.cli import main\n"
-    "sys.exit(main(sys.argv[1:]))\n"
+# numba's import and the cached kernel's load, without the rest of relsim simulate (a call
+# on no trials loads the compiled code for these argument types).
+LOAD_KERNEL = (
+    "import relsim\n"
+    "from relsim.montecarlo import _driver, _inputs\n"
+    "_driver._Kernel(_inputs.kernel_input(relsim.Scenario.from_dict({'steps': 2, 'p': 0.5})))\n"
 )
 
 
 def start_times(path: str, repeats: int) -> dict[str, float]:
     """Median wall time of fresh processes: ``relsim simulate PATH --trials 1000`` with its
-    kernels cached, the same through numba's dispatcher and cache, and two floors."""
+    kernels in numba's cache, loading those kernels alone, and two floors."""
     arguments = ["simulate", path, "--trials", "1000", "--seed", "1"]
     commands = {
-        "relsim simulate (native kernels cached)": [sys.executable, "-m", "relsim", *arguments],
-        "the same, numba dispatcher + numba's cache": [sys.executable, "-c", NUMBA_DISPATCHER,
+        "relsim simulate (kernels in numba's cache)": [sys.executable, "-m", "relsim",
                                                        *arguments],
+        "import numba + load run_simple from the cache": [sys.executable, "-c", LOAD_KERNEL],
         'python -c "import numpy"': [sys.executable, "-c", "import numpy"],
         'python -c "import numba"': [sys.executable, "-c", "import numba"],
     }
@@ -231,20 +229,6 @@ def main() -> None:
             )
     print("numpy x T: one thread's fill rate times T; numpy T run: T generators filling together;")
     print("python: R1, the obvious loop over stdlib random; R7, the tests' plain-Python simulator.")
-
-    # The same kernels called through numba's dispatcher instead of the native cache.
-    from relsim.montecarlo import _kernels, _native
-
-    native = dict(_native._loaded)
-    _native._loaded.update(run_simple=_kernels.run_simple, run_general=_kernels.run_general)
-    relsim.simulate(r1, 1000, seed=1)
-    relsim.simulate(r7, 1000, seed=1)
-    dispatched = {case: simulate_rate(scenario, trials // scale, 1, repeats)
-                  for case, scenario, trials in (("R1", r1, 20_000_000), ("R7", r7, 4_000_000))}
-    _native._loaded.update(native)
-    print("1 thread through numba's dispatcher (M/s): " + ", ".join(
-        f"{case} {dispatched[case] / 1e6:.0f} (native {rates[case, 1] / 1e6:.0f}, ratio "
-        f"{rates[case, 1] / dispatched[case]:.2f})" for case in ("R1", "R7")))
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "r1.toml")

@@ -27,6 +27,7 @@ _EXPORTS = {
     "Confusion": "relsim.scenario",
     "Cost": "relsim.scenario",
     "Outcome": "relsim.results",
+    "SimulatedOutcome": "relsim.results",
     "evaluate": "relsim.exact",
     "simulate": "relsim.montecarlo",
 }

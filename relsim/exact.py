@@ -109,7 +109,6 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
         detected_failure=detected,
         expected_attempts=float(values[_ATTEMPTS]),
         expected_cost=float(values[_COST]),
-        method="exact",
     )
 
 

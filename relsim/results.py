@@ -1,19 +1,22 @@
-"""The result shape shared by every engine.
+"""The result types shared by the engines.
 
-The exact engine fills the five outcome fields; Monte Carlo fills them too and adds standard
-errors, 95% intervals, percentiles, the number of trials and the seed.
+:class:`Outcome` is what every engine reports: the six outcome keys of docs/model.md section 3
+(the exact engine returns it as it is). :class:`SimulatedOutcome` is an ``Outcome`` estimated
+by Monte Carlo: it adds standard errors, 95% intervals, percentiles, the number of trials and
+the seed. The ``method`` key of ``to_dict()`` comes from the type (``"exact"`` or
+``"montecarlo"``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-#: The outcome keys of MODEL.md section 3, in the order they are reported.
+#: The outcome keys of docs/model.md section 3, in the order they are reported.
 OUTCOME_KEYS = (
     "success",
     "silent_failure",
@@ -36,20 +39,17 @@ class Outcome:
         Expected number of step attempts per trial.
     expected_cost : float
         Expected cost per trial, in the scenario's cost unit.
+    cost_per_success : float
+        ``expected_cost / success`` (a property); infinite when success is 0.
     method : str
-        ``"exact"`` or ``"montecarlo"``.
-    standard_errors : mapping of str to float
-        Monte Carlo only: the standard error of each estimated key.
-    intervals : mapping of str to (float, float)
-        Monte Carlo only: a 95% interval for each estimated key.
-    percentiles : mapping of str to mapping of str to float
-        Monte Carlo only: ``{"cost": {"p50": .., "p90": .., "p99": ..}, "attempts": {..}}``.
-    trials, seed : int or None
-        Monte Carlo only: the number of trials run and the seed that drew them.
-    partial : bool
-        True when a simulation was interrupted and reports the chunks that finished.
-    trajectories : pandas.DataFrame or None
-        Monte Carlo with ``record=K``: one row per recorded trial.
+        ``"exact"`` for this type, ``"montecarlo"`` for :class:`SimulatedOutcome` (a class
+        attribute, not a field).
+
+    Examples
+    --------
+    >>> out = Outcome(0.5, 0.25, 0.25, 2.0, 4.0)
+    >>> out.cost_per_success, out.to_dict()["method"]
+    (8.0, 'exact')
     """
 
     success: float
@@ -57,14 +57,8 @@ class Outcome:
     detected_failure: float
     expected_attempts: float
     expected_cost: float
-    method: str = "exact"
-    standard_errors: Mapping[str, float] = field(default_factory=dict)
-    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    percentiles: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    trials: int | None = None
-    seed: int | None = None
-    partial: bool = False
-    trajectories: "pd.DataFrame | None" = field(default=None, compare=False, repr=False)
+
+    method: ClassVar[str] = "exact"
 
     @property
     def cost_per_success(self) -> float:
@@ -72,29 +66,24 @@ class Outcome:
         return cost_per_success(self.expected_cost, self.success)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: MODEL.md's keys, ``<key>_se`` and ``<key>_ci`` when estimated.
+        """A JSON-ready dict: the six outcome keys and ``method``.
 
         Infinite values become ``None`` (JSON has no infinity).
         """
         out: dict[str, Any] = {}
         for key in OUTCOME_KEYS:
             out[key] = _finite_or_none(getattr(self, key))
-            if key in self.standard_errors:
-                out[f"{key}_se"] = _finite_or_none(self.standard_errors[key])
-            if key in self.intervals:
-                low, high = self.intervals[key]
-                out[f"{key}_ci"] = [_finite_or_none(low), _finite_or_none(high)]
+            out.update(self._estimate_items(key))
         out["method"] = self.method
-        if self.percentiles:
-            out["percentiles"] = {k: dict(v) for k, v in self.percentiles.items()}
-        if self.trials is not None:
-            out["trials"] = self.trials
-            out["seed"] = self.seed
-            out["partial"] = self.partial
         return out
 
+    def _estimate_items(self, key: str) -> dict[str, Any]:
+        """What a subclass reports next to ``key`` in :meth:`to_dict` (nothing here)."""
+        return {}
+
     def to_frame(self) -> "pd.DataFrame":
-        """A one-row pandas DataFrame of :meth:`to_dict` (intervals split into low/high)."""
+        """A one-row pandas DataFrame of :meth:`to_dict` (intervals split into low/high,
+        percentiles into ``<quantity>_<pNN>`` columns)."""
         import pandas as pd
 
         row: dict[str, Any] = {}
@@ -108,6 +97,71 @@ class Outcome:
             else:
                 row[key] = value
         return pd.DataFrame([row])
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulatedOutcome(Outcome):
+    """An :class:`Outcome` estimated from simulated trials, with its uncertainty.
+
+    Attributes
+    ----------
+    standard_errors : mapping of str to float
+        The standard error of each of the six outcome keys.
+    intervals : mapping of str to (float, float)
+        A 95% interval for each of the six outcome keys.
+    percentiles : mapping of str to mapping of str to float
+        ``{"cost": {"p50": .., "p90": .., "p99": ..}, "attempts": {..}}`` over the trials.
+    trials : int
+        The number of trials the estimate covers.
+    seed : int or None
+        The seed that drew them (``None`` when a ``SeedSequence`` without an integer entropy
+        was given).
+    partial : bool
+        True when the run was interrupted and reports the trials that finished.
+    trajectories : pandas.DataFrame or None
+        With ``record=K``: one row per recorded trial (not compared, not in ``to_dict``).
+
+    Examples
+    --------
+    >>> out = SimulatedOutcome(1.0, 0.0, 0.0, 1.0, 1.0, standard_errors={"success": 0.0},
+    ...                        intervals={}, percentiles={}, trials=10, seed=1)
+    >>> d = out.to_dict()
+    >>> d["success_se"], d["method"], d["trials"], isinstance(out, Outcome)
+    (0.0, 'montecarlo', 10, True)
+    """
+
+    standard_errors: Mapping[str, float]
+    intervals: Mapping[str, tuple[float, float]]
+    percentiles: Mapping[str, Mapping[str, float]]
+    trials: int
+    seed: int | None
+    partial: bool = False
+    trajectories: "pd.DataFrame | None" = field(default=None, compare=False, repr=False)
+
+    method: ClassVar[str] = "montecarlo"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: each outcome key followed by ``<key>_se`` and ``<key>_ci``, then
+        ``method``, ``percentiles``, ``trials``, ``seed`` and ``partial``.
+
+        Infinite values become ``None`` (JSON has no infinity).
+        """
+        out = super().to_dict()
+        if self.percentiles:
+            out["percentiles"] = {k: dict(v) for k, v in self.percentiles.items()}
+        out["trials"] = self.trials
+        out["seed"] = self.seed
+        out["partial"] = self.partial
+        return out
+
+    def _estimate_items(self, key: str) -> dict[str, Any]:
+        items: dict[str, Any] = {}
+        if key in self.standard_errors:
+            items[f"{key}_se"] = _finite_or_none(self.standard_errors[key])
+        if key in self.intervals:
+            low, high = self.intervals[key]
+            items[f"{key}_ci"] = [_finite_or_none(low), _finite_or_none(high)]
+        return items
 
 
 def cost_per_success(expected_cost: float, success: float) -> float:

@@ -14,7 +14,7 @@ import relsim.cli.simulate as simulate_command
 from relsim.cli import main
 
 R2 = """\
-name = "R2 of MODEL.md"
+name = "R2 of docs/model.md section 5"
 steps = 25
 p = 0.9
 [verifier]
@@ -36,7 +36,7 @@ checkpoint = 0.1
 rollback = 0.5
 """
 
-# MODEL.md section 5, R2: success, silent, detected
+# docs/model.md section 5, R2: success, silent, detected
 R2_EXACT = (0.757383, 0.240978, 0.001639)
 
 
@@ -63,7 +63,7 @@ def run(capsys, *argv):
 def test_summary_has_estimates_errors_intervals_and_percentiles(capsys, r2):
     code, out, err = run(capsys, "simulate", r2, "--trials", "100000", "--seed", "7")
     assert code == 0 and err == ""  # stderr is not a terminal here: no progress bar
-    assert "R2 of MODEL.md" in out and "seed 7" in out and "100,000" in out
+    assert "R2 of docs/model.md section 5" in out and "seed 7" in out and "100,000" in out
     for label in (
         "success",
         "silent failure",
@@ -123,7 +123,7 @@ def test_same_seed_same_output_whatever_threads(capsys, r4):
 
 
 def test_seed_is_required(capsys, r4):
-    # MODEL.md section 6: `relsim simulate SCENARIO.toml --trials N --seed S`; a run is
+    # docs/model.md section 6: `relsim simulate SCENARIO.toml --trials N --seed S`; a run is
     # always reproducible from its command line.
     with pytest.raises(SystemExit) as exit_info:
         main(["simulate", r4, "--trials", "5000"])

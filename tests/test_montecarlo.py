@@ -1,5 +1,6 @@
-"""relsim.simulate: MODEL.md's reference values, a slow reference simulator, reproducibility,
-trajectories, percentiles, interruption and bad input.
+"""relsim.simulate: the reference values of docs/model.md section 5, a slow reference
+simulator, reproducibility, trajectories, percentiles, interruption, bad input, the result
+types and numba's cache.
 
 Stochastic checks use fixed seeds and a tolerance of 5 standard errors computed from the run;
 each family has a negative control (a slightly wrong scenario) that the same check catches.
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -19,14 +23,15 @@ from hypothesis import strategies as st
 
 import relsim
 from relsim import Scenario, simulate
-from relsim.montecarlo import BLOCK_TRIALS, _driver, _kernels
+from relsim.errors import RelsimError
+from relsim.montecarlo import BLOCK_TRIALS, _checks, _driver, _inputs, _kernels
 
 import test_reference_values
 from slow_simulator import simulate_slowly
 
 KEYS = ("success", "silent_failure", "detected_failure", "expected_attempts", "expected_cost")
 
-# MODEL.md section 5 (copied once, in test_reference_values.py): scenario and exact
+# docs/model.md section 5 (copied once, in test_reference_values.py): scenario and exact
 # (success, silent, detected, E[attempts], E[cost]).
 REFERENCE = {
     case: (json.loads(text), tuple(values))
@@ -76,7 +81,7 @@ def z_scores(outcome, expected: dict[str, float]) -> dict[str, float]:
     return scores
 
 
-# ------------------------------------------------------------------ MODEL.md reference values
+# ---------------------------------------------------- reference values (docs/model.md section 5)
 @pytest.mark.parametrize("case", sorted(REFERENCE))
 def test_reference_values_within_five_standard_errors(case):
     outcome = simulate(scenario(case), trials=300_000, seed=20240611)
@@ -105,7 +110,7 @@ def test_structural_zeros_and_certainties_are_exact():
     r8 = simulate(scenario("R8"), 50_000, seed=1)
     assert r8.detected_failure == 0.0
     assert r8.expected_attempts == 20.0 and r8.standard_errors["expected_attempts"] == 0.0
-    # p of exactly 0 or 1 is left as it is by random effects (MODEL.md: shift).
+    # p of exactly 0 or 1 is left as it is by random effects (docs/model.md section 3: shift).
     sure = Scenario.from_dict(
         {"steps": 5, "p": 1.0, "correlation": {"task_sd": 3.0, "step_sd": 2.0}}
     )
@@ -274,7 +279,7 @@ def test_small_scenarios_agree_with_the_exact_engine(s):
 @pytest.mark.parametrize("case", ["R1", "R2", "R3", "R8"])
 def test_general_kernel_draws_the_same_trials_as_the_simple_one(case, monkeypatch):
     s = scenario(case)
-    assert _driver._Plan(s).exact  # these run on the fast kernel
+    assert _inputs.kernel_input(s).exact  # these run on the fast kernel
     fast = simulate(s, 100_000, seed=12, record=50)
     monkeypatch.setattr(_driver, "_FORCE_GENERAL", True)
     general = simulate(s, 100_000, seed=12, record=50)
@@ -289,34 +294,38 @@ def test_general_kernel_draws_the_same_trials_as_the_simple_one(case, monkeypatc
     np.testing.assert_allclose(general.trajectories["cost"], fast.trajectories["cost"], rtol=1e-12)
 
 
-def test_numpy_thresholds_match_the_kernel_thresholds():
+def test_four_way_thresholds_are_the_cumulative_probabilities():
     rng = np.random.default_rng(0)
     edge = np.array([0.0, 1.0, 0.5, 1e-300, 1 - 1e-16])
-    pe = np.concatenate([rng.random(2000), np.repeat(edge, 25)])
-    miss = np.concatenate([rng.random(2000), np.tile(edge, 25)])
-    false_reject = np.concatenate([rng.random(2000), np.tile(np.roll(edge, 2), 25)])
-    np.testing.assert_array_equal(
-        _driver.four_way_thresholds(pe, miss, false_reject),
-        _kernels.four_way_table(pe, miss, false_reject),
-    )
-    table = _driver.four_way_thresholds(pe, miss, false_reject)
+    pe = np.concatenate([rng.random(500), np.repeat(edge, 25)])
+    miss = np.concatenate([rng.random(500), np.tile(edge, 25)])
+    false_reject = np.concatenate([rng.random(500), np.tile(np.roll(edge, 2), 25)])
+    table = _kernels.four_way_table(pe, miss, false_reject)
+    full = 2**53
     assert np.all(table[:, 0] <= table[:, 1]) and np.all(table[:, 1] <= table[:, 2])
-    assert np.all(table[:, 2] <= _kernels.FULL)
+    assert np.all(table[:, 2] <= full)
+    for (t1, t2, t3), p, m, f in zip(table.tolist(), pe, miss, false_reject):
+        # each cumulative threshold is its probability times 2**53, to within one unit
+        assert abs(t1 - p * (1 - f) * full) <= 1
+        assert abs(t2 - (p * (1 - f) + (1 - p) * m) * full) <= 1
+        assert abs(t3 - (1 - (1 - p) * (1 - m)) * full) <= 1
 
 
 def test_structural_zeros_of_the_four_way_draw():
-    full = int(_kernels.FULL)
-    t = _driver.four_way_thresholds
+    full = 2**53
+
+    def t(p, miss, false_reject):
+        return _kernels.four_way_table(np.array([p]), np.array([miss]), np.array([false_reject]))[0]
+
     # no verifier (miss 1, false_reject 0): never rejected
-    assert t(np.array([0.3]), np.array([1.0]), np.array([0.0]))[0].tolist() == [
-        int(_driver._threshold(0.3)),
-        full,
-        full,
-    ]
+    t1, t2, t3 = t(0.3, 1.0, 0.0).tolist()
+    assert abs(t1 - 0.3 * full) <= 1 and t2 == t3 == full
     # miss 0: no wrong acceptance (t1 == t2); false_reject 0: no correct rejection (t2 == t3)
-    row = t(np.array([0.3]), np.array([0.0]), np.array([0.0]))[0]
+    row = t(0.3, 0.0, 0.0)
     assert row[0] == row[1] == row[2]
-    assert t(np.array([1.0]), np.array([0.5]), np.array([0.0]))[0].tolist() == [full] * 3
+    assert t(1.0, 0.5, 0.0).tolist() == [full] * 3
+    # wrong attempts never rejected (miss 1) but correct ones are: t3 reaches the top exactly
+    assert t(0.3, 1.0, 0.5)[2] == full
 
 
 # ---------------------------------------------------------------------------- reproducibility
@@ -354,7 +363,7 @@ def test_blocks_are_the_children_of_seed_sequence_spawn():
     children = parent.spawn(3)
     for block, child in enumerate(children):
         np.testing.assert_array_equal(
-            _driver._block_state(np.random.SeedSequence(42), block),
+            _checks.block_state(np.random.SeedSequence(42), block),
             child.generate_state(4, np.uint64),
         )
 
@@ -553,7 +562,7 @@ def test_progress_counts_every_trial():
 )
 def test_bad_arguments_name_themselves(kwargs, name):
     arguments = {"trials": 100, **kwargs}
-    with pytest.raises(ValueError, match=rf"^{name}: must be"):
+    with pytest.raises(RelsimError, match=rf"^{name}: must be .*, got "):
         simulate(scenario("R1"), **arguments)
 
 
@@ -570,3 +579,46 @@ def test_public_api():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a normal run warns about nothing
         simulate(scenario("R1"), 1_000, seed=1)
+
+
+# ------------------------------------------------------------------------------ result types
+def test_simulate_returns_a_simulated_outcome_and_evaluate_a_plain_one():
+    s = scenario("R4")
+    simulated = simulate(s, 5_000, seed=3)
+    exact = relsim.evaluate(s)
+    assert type(simulated) is relsim.SimulatedOutcome and isinstance(simulated, relsim.Outcome)
+    assert type(exact) is relsim.Outcome and not isinstance(exact, relsim.SimulatedOutcome)
+    assert not hasattr(exact, "standard_errors") and not hasattr(exact, "trials")
+    # the method key comes from the type
+    assert (simulated.method, exact.method) == ("montecarlo", "exact")
+    assert simulated.to_dict()["method"] == "montecarlo" and exact.to_dict()["method"] == "exact"
+    assert list(exact.to_dict()) == [*relsim.results.OUTCOME_KEYS, "method"]
+    keys = list(simulated.to_dict())
+    assert keys[:3] == ["success", "success_se", "success_ci"]
+    assert keys[-5:] == ["method", "percentiles", "trials", "seed", "partial"]
+    assert len(simulated.to_frame()) == len(exact.to_frame()) == 1
+    assert simulated.to_frame()["cost_p99"].iloc[0] == simulated.percentiles["cost"]["p99"]
+
+
+# ------------------------------------------------------------------------------ numba's cache
+_CACHE_RUN = (
+    "import json, relsim\n"
+    "out = relsim.simulate({'steps': 6, 'p': 0.8, 'verifier': {'miss': 0.1},"
+    " 'retries': {'per_step': 1}}, 20000, seed=4)\n"
+    "print(json.dumps(out.to_dict()))\n"
+)
+
+
+def test_kernels_are_kept_in_numba_cache_and_loaded_from_it(tmp_path):
+    # numba's documented NUMBA_CACHE_DIR: the first process writes the compiled kernel there,
+    # the second finds it (an index and data file per kernel) and draws the same trials
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [
+        subprocess.run([sys.executable, "-c", _CACHE_RUN], env=env, capture_output=True,
+                       text=True, check=True).stdout
+        for _ in range(2)
+    ]
+    names = sorted(path.name for path in tmp_path.rglob("*") if path.is_file())
+    assert any(name.startswith("_kernels.run_simple") and name.endswith(".nbi") for name in names)
+    assert any(name.startswith("_kernels.run_simple") and name.endswith(".nbc") for name in names)
+    assert runs[0] == runs[1] and json.loads(runs[0])["trials"] == 20_000

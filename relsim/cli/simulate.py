@@ -5,8 +5,8 @@
     relsim simulate SCENARIO.toml --trials N --seed S [--threads T] [--record K] [--json]
 
 Prints the estimates with standard errors, 95% intervals and percentiles of cost and attempts
-(``--json``: ``Outcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``, ``seed`` and
-``partial``). A progress bar goes to stderr when stderr is a terminal. Ctrl-C stops the run
+(``--json``: ``SimulatedOutcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``,
+``seed`` and ``partial``). A progress bar goes to stderr when stderr is a terminal. Ctrl-C stops the run
 after the chunks in flight and prints the estimate over the trials done, marked partial, with
 exit status 130 (a second Ctrl-C aborts at once).
 """
@@ -30,7 +30,7 @@ def add_parser(subparsers: Any) -> None:
         "simulate",
         help="Monte Carlo estimate of a scenario file",
         description=(
-            "Simulate TRIALS independent trials of a scenario (MODEL.md section 3) and print "
+            "Simulate TRIALS independent trials of a scenario (docs/model.md section 3) and print "
             "each outcome's estimate with its standard error and 95% interval, and the "
             "percentiles of cost and attempts per trial. The same --seed gives the same "
             "result whatever --threads."

@@ -1,8 +1,8 @@
-"""Monte Carlo engine: MODEL.md section 3 simulated by numba kernels, seeded per block.
+"""Monte Carlo engine: docs/model.md section 3 simulated by numba kernels, seeded per block.
 
-``simulate`` is the entry point. The kernels (``_kernels.py``) are compiled by numba once per
-machine and kept as native code (``_native.py``), so numba is imported only to build them, or
-where native code cannot be used and numba's dispatcher runs them instead.
+``simulate`` is the entry point. The kernels (``_kernels.py``) are compiled by numba with
+``cache=True``: once per machine, kept in numba's cache (``__pycache__`` beside them, or
+``NUMBA_CACHE_DIR``). numba is imported only when something is simulated.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Numba kernels of the Monte Carlo engine: one trial of MODEL.md section 3, many times.
+"""Numba kernels of the Monte Carlo engine: one trial of docs/model.md section 3, many times.
 
 Private. The driver (``_driver.py``) validates, seeds, chunks and merges; these functions only
-run trials on plain arrays and scalars, whose order and types ``_layout.KERNEL_ARGS`` lists.
-The driver reaches them through ``_native.kernel``, which keeps a compiled copy on disk so
-that a later process runs them without importing numba.
+run trials. They read the scenario from one ``_layout.Design`` (a named tuple of arrays and
+scalars) and fill named tuples of arrays (``BlockSums``, ``Histogram``, ``Record``). They are
+compiled by numba with ``cache=True``: the first process on a machine compiles them and keeps
+the machine code in numba's cache (``__pycache__`` beside this file, or ``NUMBA_CACHE_DIR``);
+later processes load it from there.
 
 How a draw works
 ----------------
@@ -13,6 +15,9 @@ bits of one output, ``u = x >> 11`` (the low bits of xoshiro256+ are weak), and 
 draw is ``u < T(p)`` with the integer threshold :math:`T(p) = \\lfloor p\\,2^{53} + 1/2 \\rfloor`,
 so :math:`P(u < T(p)) = T(p)/2^{53}` is ``p`` to within :math:`2^{-54}`, exactly 0 for
 ``p = 0`` and exactly 1 for ``p = 1``. No float conversion on the hot path.
+
+The integer thresholds are computed here and only here (``threshold``, ``_four_way``), from
+the probabilities the ``Design`` carries.
 
 One attempt takes one draw: its correctness and the verifier's verdict are drawn jointly from
 their four-way distribution (correct and accepted, wrong and accepted, correct and rejected,
@@ -29,29 +34,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from relsim.montecarlo._layout import (
-    DETECTED_FAILURE,
-    F_ATTEMPTS_SQ,
-    F_COST,
-    F_COST_SQ,
-    F_COST_SUCCESS,
-    FULL,
-    HIST_BINS,
-    I_ATTEMPTS,
-    I_SUCCESS,
-    I_TRIALS,
-    R_ATTEMPTS,
-    R_CAUGHT_AT,
-    R_FIRST_WRONG,
-    R_OUTCOME,
-    R_RETRIES,
-    R_ROLLBACKS,
-    R_STOPPED_AT,
-    SCALE,
-    SILENT_FAILURE,
-    SUB_BITS,
-    SUCCESS,
-)
+from relsim.montecarlo._layout import DETECTED_FAILURE, FULL, SCALE, SILENT_FAILURE, SUCCESS
 
 _SHIFT_11 = np.uint64(11)
 _SHIFT_17 = np.uint64(17)
@@ -112,14 +95,32 @@ def _four_way(pe, miss, false_reject):
 
 @numba.njit(cache=True)
 def four_way_table(pe, miss, false_reject):
-    """``_four_way`` over arrays, shape ``(len(pe), 3)`` (the tests hold the driver's numpy
-    version to it)."""
+    """``_four_way`` over arrays, shape ``(len(pe), 3)`` (for the tests)."""
     out = np.empty((pe.shape[0], 3), dtype=np.uint64)
     for k in range(pe.shape[0]):
         t1, t2, t3 = _four_way(pe[k], miss[k], false_reject[k])
         out[k, 0] = t1
         out[k, 1] = t2
         out[k, 2] = t3
+    return out
+
+
+@numba.njit(inline="always")
+def _fixed_thresholds(design):
+    """Four-way thresholds of each step without random effects, shape ``(steps, 2, 3)``:
+    ``[:, 0]`` for the focused agent, ``[:, 1]`` for the confused one (``p * factor``)."""
+    steps = design.p.shape[0]
+    out = np.empty((steps, 2, 3), dtype=np.uint64)
+    for k in range(steps):
+        p = design.p[k]
+        t1, t2, t3 = _four_way(p, design.miss[k], design.false_reject[k])
+        out[k, 0, 0] = t1
+        out[k, 0, 1] = t2
+        out[k, 0, 2] = t3
+        t1, t2, t3 = _four_way(p * design.factor, design.miss[k], design.false_reject[k])
+        out[k, 1, 0] = t1
+        out[k, 1, 1] = t2
+        out[k, 1, 2] = t3
     return out
 
 
@@ -143,20 +144,21 @@ def _float_bits(typingctx, value):
     return types.int64(types.float64), codegen
 
 
-_MANTISSA_DROP = np.int64(52 - SUB_BITS)
-
-
 @numba.njit(inline="always")
-def _hist_add(counts, lows, highs, offset, value):
+def _hist_add(hist, offset, mantissa_drop, value):
     """Add one value (>= 0) to a log-linear histogram; remember its bin's least/greatest."""
+    counts = hist.counts
+    lows = hist.lows
+    highs = hist.highs
+    bins = counts.shape[0]
     if value <= 0.0:
         k = 0
     else:
-        k = (_float_bits(value) >> _MANTISSA_DROP) - offset
+        k = (_float_bits(value) >> mantissa_drop) - offset
         if k < 2:
             k = 1
-        elif k >= HIST_BINS:  # cannot happen below the bound; kept in the top bin
-            k = HIST_BINS - 1
+        elif k >= bins:  # cannot happen below the bound; kept in the top bin
+            k = bins - 1
     if counts[k] == 0:
         lows[k] = value
         highs[k] = value
@@ -169,37 +171,17 @@ def _hist_add(counts, lows, highs, offset, value):
 
 
 @numba.njit(inline="always")
-def _tally(
-    int_row, float_row, outcome, attempts, cost, retries_used, rollbacks_used,
-    first_wrong, caught_at, stopped_at, attempts_shift, cost_shift,
-    cost_offset, cost_counts, cost_lows, cost_highs,
-    attempts_offset, attempts_counts, attempts_lows, attempts_highs,
-    record, record_cost, recorded,
-):
-    """Add one finished trial to its block's sums, the histograms and the record."""
-    int_row[I_TRIALS] += 1
-    int_row[I_SUCCESS + outcome] += 1
-    int_row[I_ATTEMPTS] += attempts
-    d = attempts - attempts_shift
-    float_row[F_ATTEMPTS_SQ] += d * d
-    d = cost - cost_shift
-    float_row[F_COST] += d
-    float_row[F_COST_SQ] += d * d
-    if outcome == SUCCESS:
-        float_row[F_COST_SUCCESS] += d
-    _hist_add(cost_counts, cost_lows, cost_highs, cost_offset, cost)
-    _hist_add(attempts_counts, attempts_lows, attempts_highs, attempts_offset, float(attempts))
-    if recorded < record.shape[0]:
-        record[recorded, R_OUTCOME] = outcome
-        record[recorded, R_ATTEMPTS] = attempts
-        record[recorded, R_RETRIES] = retries_used
-        record[recorded, R_ROLLBACKS] = rollbacks_used
-        record[recorded, R_FIRST_WRONG] = first_wrong
-        record[recorded, R_CAUGHT_AT] = caught_at
-        record[recorded, R_STOPPED_AT] = stopped_at
-        record_cost[recorded] = cost
-        return recorded + 1
-    return recorded
+def _record(record, row, outcome, attempts, cost, retries_used, rollbacks_used, first_wrong,
+            caught_at, stopped_at):
+    """Write one trial into row ``row`` of the record."""
+    record.outcome[row] = outcome
+    record.attempts[row] = attempts
+    record.cost[row] = cost
+    record.retries_used[row] = retries_used
+    record.rollbacks[row] = rollbacks_used
+    record.first_wrong_step[row] = first_wrong
+    record.caught_at[row] = caught_at
+    record.stopped_at[row] = stopped_at
 
 
 @numba.njit(inline="always")
@@ -215,12 +197,9 @@ def _normal_pair(s0, s1, s2, s3):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def run_simple(
-    seeds, block_trials, fixed_thresholds, per_step, total_retries, unit_cost,
-    counts_by_attempts, record, record_cost,
-):
+def run_simple(seeds, block_trials, design, counts_by_attempts, record):
     """Trials of a scenario without checkpoints, confusion or random effects, whose attempts
-    all cost ``unit_cost``.
+    all cost ``design.unit_cost``.
 
     It draws the same trials as ``run_general`` does for such a scenario (one draw per
     attempt, in the same order), with the absent features out of the hot loop. A trial's
@@ -233,18 +212,17 @@ def run_simple(
     seeds : (blocks, 4) uint64
         xoshiro256+ state of each block.
     block_trials : (blocks,) int64
-    fixed_thresholds : (steps, 2, 3) uint64
-        Four-way thresholds of each step, ``[:, 0]`` for the focused agent.
-    per_step : (steps,) int64
-    total_retries : int64
-        A huge number when there is no task-wide cap.
-    unit_cost : float64
-        ``attempt + verify``.
+    design : _layout.Design
     counts_by_attempts : (3, max_attempts + 1) int64
         In/out.
-    record : (K, N_RECORD) int64, record_cost : (K,) float64
-        Out: the first K trials of these blocks.
+    record : _layout.Record
+        Out: the first ``len(record.outcome)`` trials of these blocks.
     """
+    fixed_thresholds = _fixed_thresholds(design)
+    per_step = design.per_step
+    total_retries = design.total_retries
+    unit_cost = design.unit_cost
+    record_rows = record.outcome.shape[0]
     steps = per_step.shape[0]
     recorded = 0
     for block in range(seeds.shape[0]):
@@ -291,28 +269,15 @@ def run_simple(
             else:
                 outcome = SUCCESS
             counts_by_attempts[outcome, attempts] += 1
-            if recorded < record.shape[0]:
-                record[recorded, R_OUTCOME] = outcome
-                record[recorded, R_ATTEMPTS] = attempts
-                record[recorded, R_RETRIES] = retries_used
-                record[recorded, R_ROLLBACKS] = 0
-                record[recorded, R_FIRST_WRONG] = first_wrong
-                record[recorded, R_CAUGHT_AT] = -1
-                record[recorded, R_STOPPED_AT] = stopped_at
-                record_cost[recorded] = attempts * unit_cost
+            if recorded < record_rows:
+                _record(record, recorded, outcome, attempts, attempts * unit_cost, retries_used,
+                        0, first_wrong, -1, stopped_at)
                 recorded += 1
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def run_general(
-    seeds, block_trials, fixed_thresholds, per_step, total_retries,
-    logit_p, p_is_fixed, p, miss, false_reject, attempt_cost, is_checkpoint, detect_threshold,
-    false_alarm_threshold, rollbacks, checkpoint_cost, rollback_cost, has_confusion,
-    enter_threshold, recover_threshold, factor, task_sd, step_sd, attempts_shift, cost_shift,
-    int_sums, float_sums, cost_offset, cost_counts, cost_lows, cost_highs,
-    attempts_offset, attempts_counts, attempts_lows, attempts_highs, record, record_cost,
-):
-    """Trials of any scenario: MODEL.md section 3's pseudo-code, line by line.
+def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, record):
+    """Trials of any scenario: docs/model.md section 3's pseudo-code, line by line.
 
     Draw order within a trial: the task effect (when ``task_sd > 0``); for each execution of
     a step, its step effect (when ``step_sd > 0``); for each attempt, the joint outcome, then
@@ -322,31 +287,43 @@ def run_general(
 
     Parameters
     ----------
-    seeds, block_trials, fixed_thresholds, per_step, total_retries
-        As in ``run_simple``; ``fixed_thresholds[:, 1]`` is for the confused agent.
-    logit_p, p_is_fixed, p, miss, false_reject : (steps,)
-        For the thresholds under random effects (``p_is_fixed``: p is exactly 0 or 1).
-    attempt_cost : (steps,) float64
-        ``attempt[i] + verify``.
-    is_checkpoint : (steps + 1,) bool
-        Indexed by the number of steps done.
-    detect_threshold, false_alarm_threshold : uint64
-    rollbacks : int64
-    checkpoint_cost, rollback_cost : float64
-    has_confusion : bool
-    enter_threshold, recover_threshold : uint64
-    factor, task_sd, step_sd : float64
-    attempts_shift, cost_shift : float64
-        Subtracted from a trial's value before it is squared (numerical stability).
-    int_sums : (blocks, N_INT_SUMS) int64, float_sums : (blocks, N_FLOAT_SUMS) float64
+    seeds, block_trials
+        As in ``run_simple``.
+    design : _layout.Design
+    sums : _layout.BlockSums
         Out (zeroed): per-block sums.
-    cost_offset, cost_counts, cost_lows, cost_highs
-        In/out: the log-linear histogram of cost (see ``histogram_offset``).
-    attempts_offset, attempts_counts, attempts_lows, attempts_highs
-        In/out: the log-linear histogram of attempts.
-    record : (K, N_RECORD) int64, record_cost : (K,) float64
-        Out: the first K trials of these blocks.
+    cost_hist, attempts_hist : _layout.Histogram
+        In/out: the log-linear histograms of cost and attempts (see ``histogram_offset``).
+    record : _layout.Record
+        Out: the first ``len(record.outcome)`` trials of these blocks.
     """
+    fixed_thresholds = _fixed_thresholds(design)
+    p = design.p
+    logit_p = design.logit_p
+    p_is_fixed = design.p_is_fixed
+    miss = design.miss
+    false_reject = design.false_reject
+    per_step = design.per_step
+    total_retries = design.total_retries
+    attempt_cost = design.attempt_cost
+    is_checkpoint = design.is_checkpoint
+    detect_threshold = threshold(design.detect)
+    false_alarm_threshold = threshold(design.false_alarm)
+    rollbacks = design.rollbacks
+    checkpoint_cost = design.checkpoint_cost
+    rollback_cost = design.rollback_cost
+    has_confusion = design.has_confusion
+    enter_threshold = threshold(design.enter)
+    recover_threshold = threshold(design.recover)
+    factor = design.factor
+    task_sd = design.task_sd
+    step_sd = design.step_sd
+    attempts_shift = design.attempts_shift
+    cost_shift = design.cost_shift
+    attempts_offset = design.attempts_offset
+    cost_offset = design.cost_offset
+    mantissa_drop = design.mantissa_drop
+    record_rows = record.outcome.shape[0]
     steps = p.shape[0]
     random_effects = task_sd > 0.0 or step_sd > 0.0
     recorded = 0
@@ -355,10 +332,11 @@ def run_general(
         s1 = seeds[block, 1]
         s2 = seeds[block, 2]
         s3 = seeds[block, 3]
-        int_row = int_sums[block]
-        float_row = float_sums[block]
         spare = 0.0
         have_spare = False
+        # the block's sums, kept in registers and stored once the block is done
+        n_success = n_silent = n_detected = sum_attempts = 0
+        sum_attempts_sq = sum_cost = sum_cost_sq = sum_cost_success = 0.0
         for _ in range(block_trials[block]):
             task_effect = 0.0
             if task_sd > 0.0:
@@ -483,10 +461,32 @@ def run_general(
                         doomed = True
                     seg_tainted = False
                     seg_start = i
-            recorded = _tally(
-                int_row, float_row, outcome, attempts, cost, retries_used, rollbacks_used,
-                first_wrong, caught_at, stopped_at, attempts_shift, cost_shift,
-                cost_offset, cost_counts, cost_lows, cost_highs,
-                attempts_offset, attempts_counts, attempts_lows, attempts_highs,
-                record, record_cost, recorded,
-            )
+            if outcome == SUCCESS:
+                n_success += 1
+            elif outcome == SILENT_FAILURE:
+                n_silent += 1
+            else:
+                n_detected += 1
+            sum_attempts += attempts
+            d = attempts - attempts_shift
+            sum_attempts_sq += d * d
+            d = cost - cost_shift
+            sum_cost += d
+            sum_cost_sq += d * d
+            if outcome == SUCCESS:
+                sum_cost_success += d
+            _hist_add(cost_hist, cost_offset, mantissa_drop, cost)
+            _hist_add(attempts_hist, attempts_offset, mantissa_drop, float(attempts))
+            if recorded < record_rows:
+                _record(record, recorded, outcome, attempts, cost, retries_used, rollbacks_used,
+                        first_wrong, caught_at, stopped_at)
+                recorded += 1
+        sums.trials[block] = block_trials[block]
+        sums.success[block] = n_success
+        sums.silent_failure[block] = n_silent
+        sums.detected_failure[block] = n_detected
+        sums.attempts[block] = sum_attempts
+        sums.attempts_sq[block] = sum_attempts_sq
+        sums.cost[block] = sum_cost
+        sums.cost_sq[block] = sum_cost_sq
+        sums.cost_success[block] = sum_cost_success

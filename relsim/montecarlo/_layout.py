@@ -1,17 +1,29 @@
-"""What the Monte Carlo kernels and their driver agree on: constants, array columns, and the
-kernels' argument lists.
+"""What the Monte Carlo kernels and their driver agree on: the draw's scale, the outcome
+codes and the histogram's geometry, and the containers the kernels read and fill.
 
-Private, and free of numba, so that the driver and the compiled-kernel cache (``_native.py``)
-can use it without importing the compiler.
+Private, and free of numba, so that ``import relsim.montecarlo`` stays light. The kernels take
+their inputs and outputs as ``typing.NamedTuple`` objects of arrays and scalars (numba passes a
+named tuple as one argument and reads its fields by name), defined here.
+
+numba's cache is keyed on ``_kernels.py`` alone: after changing a constant the kernels use
+(``SCALE``, ``FULL``, the outcome codes), delete ``relsim/montecarlo/__pycache__`` or touch
+``_kernels.py``. The histogram's geometry reaches the kernels through their arguments, so it
+is free to change.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 # One uniform is the top 53 bits of a 64-bit output; thresholds live on [0, 2**53].
 SCALE = 9007199254740992.0  # 2**53
 FULL = np.uint64(9007199254740992)
+
+# Outcome codes (also the order of the trajectories' "outcome" categories).
+SUCCESS, SILENT_FAILURE, DETECTED_FAILURE = 0, 1, 2
+OUTCOME_NAMES = ("success", "silent_failure", "detected_failure")
 
 # Log-linear histogram (HDR-style) for per-trial cost and attempts: bin 0 holds exact zeros,
 # bin 1 everything below the window, then OCTAVES octaves of 2**SUB_BITS equal bins each,
@@ -22,19 +34,7 @@ SUB_BITS = 10
 SUB_BINS = 1 << SUB_BITS
 OCTAVES = 48
 HIST_BINS = 2 + OCTAVES * SUB_BINS
-
-# Columns of the per-block integer sums and float sums.
-I_TRIALS, I_SUCCESS, I_SILENT, I_DETECTED, I_ATTEMPTS = range(5)
-N_INT_SUMS = 5
-F_ATTEMPTS_SQ, F_COST, F_COST_SQ, F_COST_SUCCESS = range(4)
-N_FLOAT_SUMS = 4
-
-# Outcome codes (also the record's "outcome" column).
-SUCCESS, SILENT_FAILURE, DETECTED_FAILURE = 0, 1, 2
-
-# Columns of the integer record of a trial (the cost is recorded separately, as a float).
-R_OUTCOME, R_ATTEMPTS, R_RETRIES, R_ROLLBACKS, R_FIRST_WRONG, R_CAUGHT_AT, R_STOPPED_AT = range(7)
-N_RECORD = 7
+MANTISSA_DROP = 52 - SUB_BITS
 
 
 def histogram_offset(top_exponent: int) -> int:
@@ -44,58 +44,115 @@ def histogram_offset(top_exponent: int) -> int:
     return (lowest_biased_exponent << SUB_BITS) - 2
 
 
-# The kernels' parameters, in order: (name, numpy dtype, number of dimensions; 0 for a
-# scalar). Arrays are C-contiguous. The compiled-kernel cache builds its C interface from
-# these lists, and a test holds them to the kernels' signatures.
-KERNEL_ARGS = {
-    "run_simple": (
-        ("seeds", "u8", 2),
-        ("block_trials", "i8", 1),
-        ("fixed_thresholds", "u8", 3),
-        ("per_step", "i8", 1),
-        ("total_retries", "i8", 0),
-        ("unit_cost", "f8", 0),
-        ("counts_by_attempts", "i8", 2),
-        ("record", "i8", 2),
-        ("record_cost", "f8", 1),
-    ),
-    "run_general": (
-        ("seeds", "u8", 2),
-        ("block_trials", "i8", 1),
-        ("fixed_thresholds", "u8", 3),
-        ("per_step", "i8", 1),
-        ("total_retries", "i8", 0),
-        ("logit_p", "f8", 1),
-        ("p_is_fixed", "?", 1),
-        ("p", "f8", 1),
-        ("miss", "f8", 1),
-        ("false_reject", "f8", 1),
-        ("attempt_cost", "f8", 1),
-        ("is_checkpoint", "?", 1),
-        ("detect_threshold", "u8", 0),
-        ("false_alarm_threshold", "u8", 0),
-        ("rollbacks", "i8", 0),
-        ("checkpoint_cost", "f8", 0),
-        ("rollback_cost", "f8", 0),
-        ("has_confusion", "?", 0),
-        ("enter_threshold", "u8", 0),
-        ("recover_threshold", "u8", 0),
-        ("factor", "f8", 0),
-        ("task_sd", "f8", 0),
-        ("step_sd", "f8", 0),
-        ("attempts_shift", "f8", 0),
-        ("cost_shift", "f8", 0),
-        ("int_sums", "i8", 2),
-        ("float_sums", "f8", 2),
-        ("cost_offset", "i8", 0),
-        ("cost_counts", "i8", 1),
-        ("cost_lows", "f8", 1),
-        ("cost_highs", "f8", 1),
-        ("attempts_offset", "i8", 0),
-        ("attempts_counts", "i8", 1),
-        ("attempts_lows", "f8", 1),
-        ("attempts_highs", "f8", 1),
-        ("record", "i8", 2),
-        ("record_cost", "f8", 1),
-    ),
-}
+class Design(NamedTuple):
+    """A scenario as the kernels read it (docs/model.md section 3); built by ``_inputs``.
+
+    Arrays are C-contiguous and writable (so that one compiled kernel serves every scenario).
+    The probabilities are given as they are; the kernels turn them into integer thresholds.
+    """
+
+    p: np.ndarray  # (steps,) float64
+    logit_p: np.ndarray  # (steps,) float64; 0 where p is exactly 0 or 1
+    p_is_fixed: np.ndarray  # (steps,) bool: p is exactly 0 or 1, which shift() leaves alone
+    miss: np.ndarray  # (steps,) float64; 1 without a verifier
+    false_reject: np.ndarray  # (steps,) float64
+    per_step: np.ndarray  # (steps,) int64
+    total_retries: int  # a huge number when there is no task-wide cap
+    attempt_cost: np.ndarray  # (steps,) float64: attempt[i] + verify
+    unit_cost: float  # attempt_cost[0] (the simple kernel: every attempt costs the same)
+    is_checkpoint: np.ndarray  # (steps + 1,) bool, indexed by the number of steps done
+    detect: float
+    false_alarm: float
+    rollbacks: int
+    checkpoint_cost: float
+    rollback_cost: float
+    has_confusion: bool
+    enter: float
+    recover: float
+    factor: float  # 1 without confusion
+    task_sd: float
+    step_sd: float
+    attempts_shift: float  # subtracted before squaring (numerical stability)
+    cost_shift: float
+    attempts_offset: int  # histogram_offset of the attempts histogram
+    cost_offset: int  # histogram_offset of the cost histogram
+    mantissa_drop: int  # MANTISSA_DROP
+
+
+class Histogram(NamedTuple):
+    """A log-linear histogram: counts and the least/greatest value seen in each bin."""
+
+    counts: np.ndarray  # (HIST_BINS,) int64
+    lows: np.ndarray  # (HIST_BINS,) float64
+    highs: np.ndarray  # (HIST_BINS,) float64
+
+    @classmethod
+    def empty(cls) -> "Histogram":
+        bins = HIST_BINS
+        return cls(np.zeros(bins, np.int64), np.full(bins, np.inf), np.full(bins, -np.inf))
+
+    def merged(self, other: "Histogram") -> "Histogram":
+        return Histogram(
+            self.counts + other.counts,
+            np.minimum(self.lows, other.lows),
+            np.maximum(self.highs, other.highs),
+        )
+
+    def percentile(self, percent: int) -> float:
+        """The inverted-CDF percentile: the ``ceil(percent/100 N)``-th smallest value, exact
+        when its bin holds one distinct value or it is its bin's first or last."""
+        total = int(self.counts.sum())
+        rank = max(1, -(-percent * total // 100))
+        cumulative = np.cumsum(self.counts)
+        b = int(np.searchsorted(cumulative, rank))
+        if rank == int(cumulative[b]):
+            return float(self.highs[b])
+        return float(self.lows[b])
+
+
+class BlockSums(NamedTuple):
+    """Per-block sums the general kernel fills, one entry per block of the call.
+
+    The float sums are of values shifted by ``Design.attempts_shift`` / ``cost_shift``.
+    """
+
+    trials: np.ndarray  # int64
+    success: np.ndarray  # int64
+    silent_failure: np.ndarray  # int64
+    detected_failure: np.ndarray  # int64
+    attempts: np.ndarray  # int64
+    attempts_sq: np.ndarray  # float64: sum of (attempts - shift)**2
+    cost: np.ndarray  # float64: sum of (cost - shift)
+    cost_sq: np.ndarray  # float64: sum of (cost - shift)**2
+    cost_success: np.ndarray  # float64: sum of (cost - shift) over successes
+
+    @classmethod
+    def zeros(cls, blocks: int) -> "BlockSums":
+        ints = [np.zeros(blocks, np.int64) for _ in range(5)]
+        floats = [np.zeros(blocks, np.float64) for _ in range(4)]
+        return cls(*ints, *floats)
+
+
+class Record(NamedTuple):
+    """The recorded trials, one entry per trial (-1: none, in the optional columns)."""
+
+    outcome: np.ndarray  # int64 outcome code
+    attempts: np.ndarray  # int64
+    cost: np.ndarray  # float64
+    retries_used: np.ndarray  # int64
+    rollbacks: np.ndarray  # int64
+    first_wrong_step: np.ndarray  # int64
+    caught_at: np.ndarray  # int64
+    stopped_at: np.ndarray  # int64
+
+    @classmethod
+    def empty(cls, rows: int) -> "Record":
+        def column() -> np.ndarray:
+            return np.full(rows, -1, dtype=np.int64)
+
+        return cls(column(), column(), np.zeros(rows), column(), column(), column(), column(),
+                   column())
+
+    def rows(self, part: slice) -> "Record":
+        """Views of the rows ``part`` (what a kernel call fills)."""
+        return Record(*(column[part] for column in self))

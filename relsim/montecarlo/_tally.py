@@ -1,0 +1,208 @@
+r"""Tallies of the kernels' results, and the estimates they give (-> ``SimulatedOutcome``).
+
+Private. A tally is immutable: ``add`` returns a new one, so a Ctrl-C between two merges sees
+one or the other. Results are added in block order, so every float sum is the same whatever
+the threads and chunks.
+
+The proportions are outcome frequencies with binomial standard errors and Wilson 95%
+intervals; the means have standard error :math:`s/\sqrt N` and normal intervals; the ratio
+:math:`\hat R = \bar C / \hat p_S` has the delta-method standard error
+:math:`\sqrt{\widehat{\mathrm{Var}}(C - \hat R S)/N} / \hat p_S` (see ``simulate``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from relsim.intervals import binomial_se, normal_interval, wilson
+from relsim.montecarlo._layout import BlockSums, Histogram
+from relsim.results import SimulatedOutcome
+
+_PERCENTS = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """What the trials say, before it becomes an outcome (population moments)."""
+
+    trials: int
+    by_outcome: tuple[int, int, int]
+    mean_attempts: float
+    var_attempts: float
+    mean_cost: float
+    var_cost: float
+    cov_cost_success: float
+    percentiles: dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class ExactTally:
+    """Sum of ``run_simple``'s joint histograms of (outcome, attempts): integers, so the
+    merge order does not matter and every moment is computed exactly."""
+
+    unit_cost: float
+    counts: np.ndarray | None = None
+
+    @property
+    def trials(self) -> int:
+        return 0 if self.counts is None else int(self.counts.sum())
+
+    def add(self, counts: np.ndarray) -> "ExactTally":
+        return ExactTally(self.unit_cost, counts if self.counts is None else self.counts + counts)
+
+    def estimates(self) -> Estimates:
+        counts = self.counts
+        n = int(counts.sum())
+        by_outcome = tuple(int(c) for c in counts.sum(axis=1))
+        per_value = [int(c) for c in counts.sum(axis=0)]
+        success_values = [int(c) for c in counts[0]]
+        s1 = sum(a * c for a, c in enumerate(per_value))
+        s2 = sum(a * a * c for a, c in enumerate(per_value))
+        s1_success = sum(a * c for a, c in enumerate(success_values))
+        var_attempts = (n * s2 - s1 * s1) / (n * n)  # exact integers, one rounding
+        cov_attempts_success = (n * s1_success - s1 * by_outcome[0]) / (n * n)
+        unit = self.unit_cost
+        attempts_percentiles = {
+            f"p{q}": float(_inverted_cdf(counts.sum(axis=0), q)) for q in _PERCENTS
+        }
+        return Estimates(
+            trials=n,
+            by_outcome=by_outcome,  # type: ignore[arg-type]
+            mean_attempts=s1 / n,
+            var_attempts=var_attempts,
+            mean_cost=unit * (s1 / n),
+            var_cost=unit * unit * var_attempts,
+            cov_cost_success=unit * cov_attempts_success,
+            percentiles={
+                "cost": {key: unit * value for key, value in attempts_percentiles.items()},
+                "attempts": attempts_percentiles,
+            },
+        )
+
+
+def _inverted_cdf(counts: np.ndarray, percent: int) -> int:
+    """Index of the ``ceil(percent/100 N)``-th smallest value of a histogram of integers."""
+    total = int(counts.sum())
+    rank = max(1, -(-percent * total // 100))  # integer ceil: no rounding surprises
+    return int(np.searchsorted(np.cumsum(counts), rank))
+
+
+@dataclass(frozen=True)
+class GeneralResult:
+    """What one ``run_general`` call fills: per-block sums and two histograms."""
+
+    sums: BlockSums
+    cost_hist: Histogram
+    attempts_hist: Histogram
+
+
+_INT_FIELDS = ("trials", "success", "silent_failure", "detected_failure", "attempts")
+_FLOAT_FIELDS = ("attempts_sq", "cost", "cost_sq", "cost_success")
+
+
+@dataclass(frozen=True)
+class StreamTally:
+    """Running sums over ``run_general``'s blocks (keyed by ``BlockSums`` field), added in
+    block order so that the float sums are the same whatever the threads and chunks."""
+
+    attempts_shift: float
+    cost_shift: float
+    totals: Mapping[str, int | float] = field(
+        default_factory=lambda: {
+            **dict.fromkeys(_INT_FIELDS, 0),
+            **dict.fromkeys(_FLOAT_FIELDS, 0.0),
+        }
+    )
+    cost_hist: Histogram | None = None
+    attempts_hist: Histogram | None = None
+
+    @property
+    def trials(self) -> int:
+        return int(self.totals["trials"])
+
+    def add(self, result: GeneralResult) -> "StreamTally":
+        totals = dict(self.totals)  # a new mapping: this tally stays as it was
+        sums = result.sums
+        for block in range(sums.trials.shape[0]):
+            for name in _INT_FIELDS:
+                totals[name] += int(getattr(sums, name)[block])
+            for name in _FLOAT_FIELDS:
+                totals[name] += float(getattr(sums, name)[block])
+        if self.cost_hist is None:
+            cost_hist, attempts_hist = result.cost_hist, result.attempts_hist
+        else:
+            cost_hist = self.cost_hist.merged(result.cost_hist)
+            attempts_hist = self.attempts_hist.merged(result.attempts_hist)
+        return StreamTally(self.attempts_shift, self.cost_shift, totals, cost_hist, attempts_hist)
+
+    def estimates(self) -> Estimates:
+        t = self.totals
+        n = t["trials"]
+        # Sums of values shifted by a typical trial's value: the variances do not cancel.
+        attempts_d = t["attempts"] / n - self.attempts_shift
+        cost_d = t["cost"] / n
+        return Estimates(
+            trials=n,
+            by_outcome=(t["success"], t["silent_failure"], t["detected_failure"]),
+            mean_attempts=t["attempts"] / n,
+            var_attempts=max(0.0, t["attempts_sq"] / n - attempts_d**2),
+            mean_cost=self.cost_shift + cost_d,
+            var_cost=max(0.0, t["cost_sq"] / n - cost_d**2),
+            cov_cost_success=t["cost_success"] / n - cost_d * (t["success"] / n),
+            percentiles={
+                "cost": {f"p{q}": self.cost_hist.percentile(q) for q in _PERCENTS},
+                "attempts": {f"p{q}": self.attempts_hist.percentile(q) for q in _PERCENTS},
+            },
+        )
+
+
+def simulated_outcome(
+    estimates: Estimates, seed: int | None, partial: bool, trajectories: Any
+) -> SimulatedOutcome:
+    """Point estimates, standard errors and 95% intervals (see the module docstring)."""
+    e = estimates
+    n = e.trials
+    n_success, n_silent, n_detected = e.by_outcome
+    success = n_success / n
+    sample = n / (n - 1) if n > 1 else math.nan  # population -> sample variance
+    se = {
+        "success": binomial_se(n_success, n),
+        "silent_failure": binomial_se(n_silent, n),
+        "detected_failure": binomial_se(n_detected, n),
+        "expected_attempts": math.sqrt(e.var_attempts * sample / n),
+        "expected_cost": math.sqrt(e.var_cost * sample / n),
+    }
+    intervals = {
+        "success": wilson(n_success, n),
+        "silent_failure": wilson(n_silent, n),
+        "detected_failure": wilson(n_detected, n),
+        "expected_attempts": normal_interval(e.mean_attempts, se["expected_attempts"]),
+        "expected_cost": normal_interval(e.mean_cost, se["expected_cost"]),
+    }
+    if n_success > 0:
+        ratio = e.mean_cost / success
+        # Var(C - R S) = Var(C) - 2 R Cov(C, S) + R^2 Var(S)
+        spread = e.var_cost - 2.0 * ratio * e.cov_cost_success + ratio**2 * success * (1.0 - success)
+        se["cost_per_success"] = math.sqrt(max(0.0, spread) * sample / n) / success
+        intervals["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
+    else:
+        se["cost_per_success"] = math.inf
+        intervals["cost_per_success"] = (math.inf, math.inf)
+    return SimulatedOutcome(
+        success=success,
+        silent_failure=n_silent / n,
+        detected_failure=n_detected / n,
+        expected_attempts=e.mean_attempts,
+        expected_cost=e.mean_cost,
+        standard_errors=se,
+        intervals=intervals,
+        percentiles=e.percentiles,
+        trials=n,
+        seed=seed,
+        partial=partial,
+        trajectories=trajectories,
+    )

@@ -1,0 +1,107 @@
+"""Running tasks on threads, merged in order, with Ctrl-C stopping after the tasks in flight.
+
+Private. The kernels release the GIL (``nogil=True``), so plain threads run them in parallel.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections import deque
+from typing import Any, Callable, Iterator
+
+
+class InterruptFlag:
+    """While active, the first SIGINT sets a flag (the run stops after the tasks in flight)
+    and a second one raises KeyboardInterrupt. Off the main thread it only holds the flag."""
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._previous: Any = None
+        self._installed = False
+
+    def set(self) -> None:
+        self.is_set = True
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.is_set:
+            raise KeyboardInterrupt
+        self.is_set = True
+
+    def __enter__(self) -> "InterruptFlag":
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+            except ValueError:  # pragma: no cover - e.g. an embedded interpreter
+                self._installed = False
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+class _Executor:
+    """A thread pool that, on the way out, drops queued work instead of waiting for it."""
+
+    def __init__(self, threads: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="relsim-mc")
+
+    def __enter__(self) -> Any:
+        return self._pool
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
+
+
+def run_in_order(
+    tasks: Iterator[Any],
+    run_task: Callable[[Any], Any],
+    tally: Any,
+    threads: int,
+    progress: Callable[[int], None] | None,
+) -> Any:
+    """Run ``tasks`` on ``threads`` threads and ``tally.add`` their results in task order.
+
+    At most ``2 * threads`` tasks are queued at once (memory does not grow with the run).
+    Ctrl-C, or ``KeyboardInterrupt`` raised by ``progress`` (called with the trials each task
+    added), stops submitting: the tasks already running are added and the tally so far is
+    returned; a second one raises ``KeyboardInterrupt``.
+    """
+    merged = tally
+    interrupted = InterruptFlag()
+    with interrupted, _Executor(threads) as pool:
+        pending: deque = deque()
+
+        def fill() -> None:
+            while len(pending) < 2 * threads and not interrupted.is_set:
+                task = next(tasks, None)
+                if task is None:
+                    return
+                pending.append(pool.submit(run_task, task))
+
+        fill()
+        while pending:
+            done = merged.trials
+            result = pending.popleft().result()
+            merged = merged.add(result)  # one assignment: a Ctrl-C sees before or after
+            if progress is not None:
+                try:
+                    progress(merged.trials - done)
+                except KeyboardInterrupt:
+                    if interrupted.is_set:  # a second interrupt: abort
+                        raise
+                    interrupted.set()
+            if interrupted.is_set:
+                for future in pending:
+                    future.cancel()
+                for future in pending:
+                    if not future.cancelled():
+                        merged = merged.add(future.result())
+                pending.clear()
+                break
+            fill()
+    return merged

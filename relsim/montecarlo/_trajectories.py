@@ -1,0 +1,30 @@
+"""The recorded trials as a pandas DataFrame (``simulate(..., record=K).trajectories``).
+
+Private; pandas is imported only when a run records trials.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relsim.montecarlo._layout import OUTCOME_NAMES, Record
+
+# Columns where -1 means "none" and becomes NA.
+_OPTIONAL = ("first_wrong_step", "caught_at", "stopped_at")
+
+
+def trajectories(record: Record) -> Any:
+    """One row per recorded trial, indexed by ``trial``: ``outcome`` (categorical),
+    ``attempts``, ``cost``, ``retries_used``, ``rollbacks`` and, nullable,
+    ``first_wrong_step``, ``caught_at``, ``stopped_at``."""
+    import pandas as pd
+
+    columns: dict[str, Any] = {
+        "outcome": pd.Categorical.from_codes(record.outcome, categories=list(OUTCOME_NAMES))
+    }
+    for name in Record._fields[1:]:
+        values = getattr(record, name).copy()
+        columns[name] = pd.arrays.IntegerArray(values, values < 0) if name in _OPTIONAL else values
+    frame = pd.DataFrame(columns)
+    frame.index.name = "trial"
+    return frame
