@@ -1,0 +1,438 @@
+r"""Figures for design reviews, drawn with matplotlib.
+
+Every function takes ``ax=None``: it draws on ``ax`` when given, else on a new figure
+(``matplotlib.pyplot.subplots``), labels its axes with their units and returns the
+``Axes``. None calls ``plt.show()``: show, save or embed the figure as you like
+(``ax.figure.savefig("fig.png")``). matplotlib is imported only when a figure is drawn, so
+``import relsim.plot`` stays light.
+
+================================  ==========================================================
+function                          what it draws
+================================  ==========================================================
+:func:`compounding`               end-to-end success :math:`p^n` against the number of steps
+:func:`retries`                   end-to-end success against the per-step retry budget, with
+                                  the verifier's ceiling
+:func:`required_accuracy`         the per-step success a target needs, :math:`T^{1/n}`
+:func:`outcome_split`             stacked bars of success / silent / detected (/ timeout /
+                                  infra) for several results
+:func:`levers`                    a tornado chart of :func:`relsim.levers.levers`'s table
+:func:`convergence`               the running Monte Carlo estimate of success against the
+                                  exact value, with a band of 5 standard errors
+:func:`pass_k`                    pass@k and pass^k against k with their intervals
+================================  ==========================================================
+
+The numbers drawn come from the closed forms (:mod:`relsim.formulas`) and the engines; a
+figure computes nothing an engine owns.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+
+from relsim.errors import invalid
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+__all__ = [
+    "OUTCOME_COLORS",
+    "compounding",
+    "convergence",
+    "levers",
+    "outcome_split",
+    "pass_k",
+    "required_accuracy",
+    "retries",
+]
+
+#: The outcomes a trial can end in, in the order they are stacked, with their colours:
+#: success green, the dangerous silent failure red, the known detected failure orange.
+OUTCOME_COLORS = {
+    "success": "tab:green",
+    "silent_failure": "tab:red",
+    "detected_failure": "tab:orange",
+    "timeout": "tab:purple",
+    "infra_failure": "tab:gray",
+}
+_OUTCOME_LABELS = {
+    "success": "success",
+    "silent_failure": "silent failure",
+    "detected_failure": "detected failure",
+    "timeout": "timeout",
+    "infra_failure": "infra failure",
+}
+
+#: Half-width of the band of :func:`convergence`, in standard errors (the tests' tolerance).
+BAND_SE = 5.0
+
+
+# ---------------------------------------------------------------------- the closed forms
+def compounding(
+    p: float | Iterable[float] = (0.9, 0.95, 0.99),
+    steps: Iterable[int] = range(1, 51),
+    target: float | None = None,
+    *,
+    ax: "Axes | None" = None,
+) -> "Axes":
+    r"""End-to-end success :math:`p^n` against the number of steps ``n``, one line per ``p``.
+
+    The lesson's compounding table as curves: 25 steps at 99% each finish 78% of the time.
+
+    Parameters
+    ----------
+    p : float or iterable of float
+        Per-step success, each in [0, 1]; one line each.
+    steps : iterable of int
+        The step counts on the x axis, each >= 1.
+    target : float, optional
+        Drawn as a dotted horizontal line.
+    ax : matplotlib Axes, optional
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = compounding(p=0.9, steps=[5, 10])
+    >>> [round(y, 3) for y in ax.lines[0].get_ydata()]
+    [0.59, 0.349]
+    """
+    from relsim import formulas
+
+    ax = _axes(ax)
+    ps = _floats(p, "p")
+    n = _steps(steps, "steps")
+    for value in ps:
+        ax.plot(n, formulas.compound(value, n), label=f"p = {value:g}")
+    if target is not None:
+        _target_line(ax, target)
+    ax.set_xlabel("steps in the task (count)")
+    ax.set_ylabel("end-to-end success (probability)")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title("Errors compound: success of an n-step chain")
+    ax.legend()
+    return ax
+
+
+def retries(
+    p: float,
+    steps: int,
+    miss: float = 0.0,
+    false_reject: float = 0.0,
+    max_retries: int = 10,
+    target: float | None = None,
+    *,
+    ax: "Axes | None" = None,
+) -> "Axes":
+    r"""End-to-end success against the per-step retry budget, and the verifier's ceiling.
+
+    With ``a = p(1-f)``, ``w = (1-p)m``, ``q = pf + (1-p)(1-m)`` and
+    :math:`S_r = \sum_{j\le r} q^j`, a chain of ``steps`` steps with ``r`` retries per step
+    succeeds with :math:`(a S_r)^n` (:func:`relsim.formulas.verified_step`); as ``r`` grows
+    this rises to the ceiling :math:`(a/(a+w))^n` (:func:`relsim.formulas.verified_ceiling`),
+    drawn dashed: past it, more retries buy nothing.
+
+    Parameters
+    ----------
+    p, miss, false_reject : float
+        Per-attempt success and the verifier's error rates, in [0, 1].
+    steps : int
+        Steps in the chain, >= 1.
+    max_retries : int
+        The x axis runs over budgets 0..max_retries.
+    target : float, optional
+        Drawn as a dotted horizontal line.
+    ax : matplotlib Axes, optional
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = retries(0.9, 25, miss=0.1, max_retries=3)
+    >>> round(ax.lines[1].get_ydata()[0], 6)  # the ceiling
+    0.758626
+    """
+    from relsim import formulas
+
+    ax = _axes(ax)
+    n = _int(steps, "steps", low=1)
+    top = _int(max_retries, "max_retries", low=0)
+    budgets = np.arange(top + 1)
+    success = formulas.verified_step(p, budgets, miss, false_reject).success ** n
+    ceiling = formulas.verified_ceiling(p, miss, false_reject) ** n
+    ax.plot(budgets, success, marker="o", label=f"{n} steps, p = {p:g}")
+    ax.axhline(
+        ceiling,
+        linestyle="--",
+        color="black",
+        label=f"ceiling {ceiling:.4f} (miss = {miss:g}, false_reject = {false_reject:g})",
+    )
+    if target is not None:
+        _target_line(ax, target)
+    ax.set_xlabel("retries per step (count)")
+    ax.set_ylabel("end-to-end success (probability)")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title("Retries help up to the verifier's ceiling")
+    ax.legend()
+    return ax
+
+
+def required_accuracy(
+    target: float | Iterable[float],
+    steps: Iterable[int] = range(1, 51),
+    *,
+    ax: "Axes | None" = None,
+) -> "Axes":
+    r"""The per-step success a target needs, :math:`T^{1/n}`, against the number of steps.
+
+    One line per target (:func:`relsim.formulas.required_step_success`).
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = required_accuracy(0.95, steps=[25])
+    >>> round(ax.lines[0].get_ydata()[0], 6)
+    0.99795
+    """
+    from relsim import formulas
+
+    ax = _axes(ax)
+    n = _steps(steps, "steps")
+    for value in _floats(target, "target"):
+        ax.plot(n, formulas.required_step_success(value, n), label=f"target {value:g}")
+    ax.set_xlabel("steps in the task (count)")
+    ax.set_ylabel("required per-step success (probability)")
+    ax.set_title("How good each step must be")
+    ax.legend()
+    return ax
+
+
+# ----------------------------------------------------------------------- engine results
+def outcome_split(results: Mapping[str, Any], *, ax: "Axes | None" = None) -> "Axes":
+    """Stacked bars of the outcome split, one bar per named result.
+
+    Each bar stacks ``success``, ``silent_failure`` and ``detected_failure`` (and
+    ``timeout`` and ``infra_failure`` when some result has them), so the bar's height is 1.
+
+    Parameters
+    ----------
+    results : mapping of str to Outcome or mapping
+        Name -> an :class:`relsim.Outcome` (or any object with the outcome attributes) or a
+        dict with the outcome keys (such as ``Outcome.to_dict()`` or a timeline result).
+    ax : matplotlib Axes, optional
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = outcome_split({"a": {"success": 0.7, "silent_failure": 0.2, "detected_failure": 0.1}})
+    >>> [round(bar.get_height(), 2) for bar in ax.patches]
+    [0.7, 0.2, 0.1]
+    """
+    if not isinstance(results, Mapping) or not results:
+        raise invalid("results", "a non-empty mapping of names to results", results)
+    names = [str(name) for name in results]
+    table = {name: _outcome_values(name, value) for name, value in zip(names, results.values())}
+    keys = [k for k in OUTCOME_COLORS if any(k in row for row in table.values())]
+    ax = _axes(ax)
+    positions = np.arange(len(names))
+    bottom = np.zeros(len(names))
+    for key in keys:
+        heights = np.array([table[name].get(key, 0.0) for name in names])
+        ax.bar(
+            positions,
+            heights,
+            bottom=bottom,
+            color=OUTCOME_COLORS[key],
+            label=_OUTCOME_LABELS[key],
+        )
+        bottom += heights
+    ax.set_xticks(positions, names)
+    ax.set_ylabel("share of trials (probability)")
+    ax.set_xlabel("design")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_title("How trials end")
+    ax.legend(loc="lower right")
+    return ax
+
+
+def levers(frame: "pd.DataFrame", *, ax: "Axes | None" = None) -> "Axes":
+    """A tornado chart of the levers table: one horizontal bar per lever.
+
+    Each bar is the lever's ``delta_success`` in percentage points (100 x the change in
+    end-to-end success), largest at the top; gains are green, losses red.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`relsim.levers.levers`'s table (needs the columns ``lever`` and
+        ``delta_success``).
+    ax : matplotlib Axes, optional
+    """
+    for column in ("lever", "delta_success"):
+        if column not in getattr(frame, "columns", ()):
+            raise invalid("frame", "the levers table (columns lever, delta_success)", frame)
+    ax = _axes(ax)
+    ordered = frame.sort_values("delta_success", ascending=True, kind="stable")
+    points = 100.0 * ordered["delta_success"].to_numpy(dtype=float)
+    colors = ["tab:green" if x > 0 else "tab:red" if x < 0 else "tab:gray" for x in points]
+    positions = np.arange(len(points))
+    ax.barh(positions, points, color=colors)
+    ax.set_yticks(positions, list(ordered["lever"]))
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    baseline = frame.attrs.get("baseline", {}).get("success")
+    where = f" (from {baseline:.4f})" if baseline is not None else ""
+    ax.set_xlabel(f"change in end-to-end success (percentage points){where}")
+    ax.set_title("Which single change moves success most")
+    return ax
+
+
+def convergence(
+    scenario: Any,
+    trials: int,
+    seed: Any,
+    *,
+    ax: "Axes | None" = None,
+) -> "Axes":
+    r"""The running Monte Carlo estimate of success against the exact value.
+
+    Simulates ``trials`` trials with ``seed`` (:func:`relsim.simulate`, all recorded) and
+    draws the share of successes among the first ``k`` trials for ``k`` on a log scale, the
+    exact success ``s`` (:func:`relsim.evaluate`) and the band
+    :math:`s \pm 5\sqrt{s(1-s)/k}` (``BAND_SE`` standard errors around the exact value),
+    which the estimate should never leave.
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+    trials : int
+        Trials to simulate, >= 1.
+    seed : int or numpy.random.SeedSequence
+    ax : matplotlib Axes, optional
+    """
+    from relsim.exact import evaluate
+    from relsim.intervals import binomial_se
+    from relsim.montecarlo import simulate
+
+    count = _int(trials, "trials", low=1)
+    exact = evaluate(scenario).success
+    run = simulate(scenario, trials=count, seed=seed, record=count)
+    successes = np.cumsum(run.trajectories["outcome"].to_numpy() == "success")
+    k = _log_points(count)
+    estimate = successes[k - 1] / k
+    # The band is around the exact value, with its own (true) standard error.
+    half = np.array([BAND_SE * binomial_se(exact * n, n) for n in k])
+    ax = _axes(ax)
+    ax.fill_between(k, exact - half, exact + half, color="tab:blue", alpha=0.15,
+                    label=f"exact \u00b1 {BAND_SE:g} standard errors")
+    ax.axhline(exact, color="black", linestyle="--", label=f"exact {exact:.6f}")
+    ax.plot(k, estimate, color="tab:blue", label=f"Monte Carlo (seed {run.seed})")
+    ax.set_xscale("log")
+    ax.set_xlabel("trials simulated (count, log scale)")
+    ax.set_ylabel("estimated success (probability)")
+    ax.set_title("Monte Carlo converges to the exact value")
+    ax.legend(loc="lower right")
+    return ax
+
+
+def pass_k(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
+    r"""pass@k and pass^k against k, each with its interval: "report both" in one picture.
+
+    pass@k (some of k trials succeeds) rises with k while pass^k (all k succeed) falls; an
+    agent that must work every time is judged by pass^k.
+
+    Parameters
+    ----------
+    analysis : TrialAnalysis or pandas.DataFrame
+        :func:`relsim.evalstats.analyze`'s result, or its ``pass_k`` table (indexed by
+        (metric, k), with ``estimate``, ``ci_low`` and ``ci_high``). A k without an interval
+        (NaN) is drawn without a bar.
+    ax : matplotlib Axes, optional
+    """
+    table = getattr(analysis, "pass_k", analysis)
+    if not hasattr(table, "index") or getattr(table.index, "nlevels", 1) != 2:
+        raise invalid("analysis", "a TrialAnalysis or its pass_k table", analysis)
+    ax = _axes(ax)
+    labels = {"pass_at_k": "pass@k (any of k succeeds)", "pass_hat_k": "pass^k (all k succeed)"}
+    colors = {"pass_at_k": "tab:blue", "pass_hat_k": "tab:red"}
+    for metric in ("pass_at_k", "pass_hat_k"):
+        if metric not in table.index.get_level_values(0):
+            continue
+        rows = table.loc[metric].sort_index()
+        ks = rows.index.to_numpy(dtype=float)
+        estimate = rows["estimate"].to_numpy(dtype=float)
+        low = rows["ci_low"].to_numpy(dtype=float)
+        high = rows["ci_high"].to_numpy(dtype=float)
+        ax.errorbar(
+            ks,
+            estimate,
+            yerr=np.vstack([estimate - low, high - estimate]),
+            marker="o",
+            capsize=4,
+            color=colors[metric],
+            label=labels[metric],
+        )
+    ax.set_xlabel("k (trials per task)")
+    ax.set_ylabel("estimate with 95% interval (probability)")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title("pass@k and pass^k")
+    ax.legend()
+    return ax
+
+
+# ------------------------------------------------------------------------------ helpers
+def _axes(ax: "Axes | None") -> "Axes":
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+    return ax
+
+
+def _target_line(ax: "Axes", target: float) -> None:
+    value = float(target)
+    if not 0.0 < value <= 1.0:
+        raise invalid("target", "a number in (0, 1]", target)
+    ax.axhline(value, linestyle=":", color="tab:red", label=f"target {value:g}")
+
+
+def _floats(value: Any, key: str) -> list[float]:
+    values = np.atleast_1d(np.asarray(value, dtype=float)).ravel()
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise invalid(key, "a number or a non-empty list of finite numbers", value)
+    return [float(v) for v in values]
+
+
+def _steps(value: Iterable[int], key: str) -> np.ndarray:
+    steps = np.atleast_1d(np.asarray(list(value) if not np.isscalar(value) else value))
+    if steps.size == 0 or steps.dtype.kind not in "iu" or steps.min() < 1:
+        raise invalid(key, "integers >= 1", value)
+    return steps
+
+
+def _int(value: Any, key: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise invalid(key, f"an integer >= {low}", value)
+    return int(value)
+
+
+def _outcome_values(name: str, result: Any) -> dict[str, float]:
+    """The outcome proportions of one result (Outcome-like object or mapping)."""
+    values: dict[str, float] = {}
+    for key in OUTCOME_COLORS:
+        if isinstance(result, Mapping):
+            found = result.get(key)
+        else:
+            found = getattr(result, key, None)
+        if found is not None:
+            values[key] = float(found)
+    if "success" not in values or not all(math.isfinite(v) for v in values.values()):
+        raise invalid(f"results[{name!r}]", "an Outcome or a mapping with the outcome keys", result)
+    return values
+
+
+def _log_points(count: int, points: int = 200) -> np.ndarray:
+    """About ``points`` trial counts from 1 to ``count``, evenly spaced on a log scale."""
+    k = np.unique(np.round(np.logspace(0.0, math.log10(count), points)).astype(np.int64))
+    return k[(k >= 1) & (k <= count)]
