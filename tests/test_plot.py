@@ -5,6 +5,7 @@ Reference values come from docs/model.md section 2 (the lesson's worked values) 
 """
 
 import math
+from pathlib import Path
 
 import matplotlib
 
@@ -20,6 +21,8 @@ import relsim  # noqa: E402
 from relsim import plot  # noqa: E402
 from relsim.errors import RelsimError  # noqa: E402
 from relsim.levers import levers as levers_table  # noqa: E402
+
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 @pytest.fixture(autouse=True)
@@ -164,7 +167,7 @@ def test_outcome_split_refuses_bad_input():
 
 # ---------------------------------------------------------------------------------- levers
 def test_levers_bars_are_the_frame(ax):
-    frame = levers_table(relsim.Scenario.from_toml("scenarios/production_agent.toml"))
+    frame = levers_table(relsim.Scenario.from_toml(str(SCENARIO_DIR / "production_agent.toml")))
     plot.levers(frame, ax=ax)
     bars = ax.patches
     assert len(bars) == len(frame)
