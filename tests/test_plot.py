@@ -193,6 +193,7 @@ def test_levers_refuses_a_frame_without_the_columns():
 R1 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}}
 
 
+@pytest.mark.slow
 def test_convergence_band_exact_line_and_estimate(ax):
     trials, seed = 20_000, 11
     plot.convergence(R1, trials, seed, ax=ax)
