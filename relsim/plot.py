@@ -96,7 +96,7 @@ def compounding(
     --------
     >>> import matplotlib; matplotlib.use("Agg")
     >>> ax = compounding(p=0.9, steps=[5, 10])
-    >>> [round(y, 3) for y in ax.lines[0].get_ydata()]
+    >>> [round(float(y), 3) for y in ax.lines[0].get_ydata()]
     [0.59, 0.349]
     """
     from relsim import formulas
@@ -150,7 +150,7 @@ def retries(
     --------
     >>> import matplotlib; matplotlib.use("Agg")
     >>> ax = retries(0.9, 25, miss=0.1, max_retries=3)
-    >>> round(ax.lines[1].get_ydata()[0], 6)  # the ceiling
+    >>> round(float(ax.lines[1].get_ydata()[0]), 6)  # the ceiling
     0.758626
     """
     from relsim import formulas
@@ -192,7 +192,7 @@ def required_accuracy(
     --------
     >>> import matplotlib; matplotlib.use("Agg")
     >>> ax = required_accuracy(0.95, steps=[25])
-    >>> round(ax.lines[0].get_ydata()[0], 6)
+    >>> round(float(ax.lines[0].get_ydata()[0]), 6)
     0.99795
     """
     from relsim import formulas
@@ -226,7 +226,7 @@ def outcome_split(results: Mapping[str, Any], *, ax: "Axes | None" = None) -> "A
     --------
     >>> import matplotlib; matplotlib.use("Agg")
     >>> ax = outcome_split({"a": {"success": 0.7, "silent_failure": 0.2, "detected_failure": 0.1}})
-    >>> [round(bar.get_height(), 2) for bar in ax.patches]
+    >>> [round(float(bar.get_height()), 2) for bar in ax.patches]
     [0.7, 0.2, 0.1]
     """
     if not isinstance(results, Mapping) or not results:
