@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -251,3 +252,13 @@ def test_browser_checks_catch_a_blank_page_and_a_console_error(tmp_path):
     )
     _, stderr = _screenshot(noisy, tmp_path)
     assert any("relsim-boom" in line for line in _console(stderr))
+
+
+def test_the_parser_stays_light():
+    # Every command builds the whole parser; `relsim solve` must not pay for the report.
+    code = (
+        "import sys, relsim.cli; relsim.cli.build_parser(); "
+        "print(sorted({'relsim.report', 'relsim.levers', 'matplotlib', 'pandas'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
