@@ -68,6 +68,8 @@ _OUTCOME_LABELS = {
 
 #: Half-width of the band of :func:`convergence`, in standard errors (the tests' tolerance).
 BAND_SE = 5.0
+#: :func:`convergence` frames its y axis on the band from this many trials on.
+ZOOM_TRIALS = 100
 
 
 # ---------------------------------------------------------------------- the closed forms
@@ -299,8 +301,9 @@ def convergence(
     Simulates ``trials`` trials with ``seed`` (:func:`relsim.simulate`, all recorded) and
     draws the share of successes among the first ``k`` trials for ``k`` on a log scale, the
     exact success ``s`` (:func:`relsim.evaluate`) and the band
-    :math:`s \pm 5\sqrt{s(1-s)/k}` (``BAND_SE`` standard errors around the exact value),
-    which the estimate should never leave.
+    :math:`s \pm 5\sqrt{s(1-s)/k}` (``BAND_SE`` standard errors around the exact value,
+    clipped to [0, 1]), which the estimate should never leave. The y axis frames the band
+    from ``ZOOM_TRIALS`` trials on.
 
     Parameters
     ----------
@@ -322,12 +325,18 @@ def convergence(
     estimate = successes[k - 1] / k
     # The band is around the exact value, with its own (true) standard error.
     half = np.array([BAND_SE * binomial_se(exact * n, n) for n in k])
+    low, high = np.clip(exact - half, 0.0, 1.0), np.clip(exact + half, 0.0, 1.0)
     ax = _axes(ax)
-    ax.fill_between(k, exact - half, exact + half, color="tab:blue", alpha=0.15,
+    ax.fill_between(k, low, high, color="tab:blue", alpha=0.15,
                     label=f"exact \u00b1 {BAND_SE:g} standard errors")
     ax.axhline(exact, color="black", linestyle="--", label=f"exact {exact:.6f}")
     ax.plot(k, estimate, color="tab:blue", label=f"Monte Carlo (seed {run.seed})")
     ax.set_xscale("log")
+    # Frame the band from ZOOM_TRIALS trials on: over the first few trials it spans all of
+    # [0, 1] and would flatten the rest of the picture (earlier points are clipped, not lost).
+    first = int(np.searchsorted(k, min(ZOOM_TRIALS, count)))
+    margin = 0.1 * (high[first] - low[first]) or 0.01
+    ax.set_ylim(max(0.0, low[first] - margin), min(1.0, high[first] + margin))
     ax.set_xlabel("trials simulated (count, log scale)")
     ax.set_ylabel("estimated success (probability)")
     ax.set_title("Monte Carlo converges to the exact value")
