@@ -48,6 +48,10 @@ def test_sections_and_figures_in_reading_order(production):
         assert f'<figure id="figure-{name}" data-figure="{name}">' in html
     positions = [html.index(f'<section id="{s.id}">') for s in report.sections]
     assert positions == sorted(positions)
+    assert report.to_dict()["figures"] == list(report.figures)
+    frame = report.to_frame()
+    assert list(frame["id"]) == [s.id for s in report.sections]
+    assert sum(len(f) for f in frame["figures"]) == len(report.figures)
 
 
 def test_page_is_self_contained(production):

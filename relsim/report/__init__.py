@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from relsim.errors import invalid
 from relsim.report._html import PAGE, STYLE, esc
 from relsim.report._sections import SECTIONS, Context, Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["DEFAULT_TRIALS", "Report", "SECTIONS", "Context", "Section", "render", "write"]
 
@@ -59,6 +62,15 @@ class Report:
             "figures": list(self.figures),
             "meets_target": self.meets_target,
         }
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per section: ``id``, ``title`` and its ``figures`` (a list)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [{"id": s.id, "title": s.title, "figures": list(s.figures)} for s in self.sections],
+            columns=["id", "title", "figures"],
+        )
 
 
 def render(
