@@ -286,3 +286,93 @@ def test_import_relsim_plot_does_not_import_matplotlib():
     code = "import sys, relsim.plot; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------------------ time
+# Two recorded trials in the event-log format of docs/model.md section 7 (trial, time, kind,
+# step, attempt, resource, outcome), written by hand so every interval is known.
+EVENTS = pd.DataFrame(
+    [
+        (0, 0.0, "arrive", None, None, None, None),
+        (0, 0.0, "request", None, None, "agents", None),
+        (0, 5.0, "acquire", None, None, "agents", None),
+        (0, 5.0, "attempt", 1, 1, "llm", "wrong"),
+        (0, 13.0, "verify", 1, 1, None, "reject"),
+        (0, 15.0, "backoff", 1, 2, None, None),
+        (0, 17.0, "attempt", 1, 2, "llm", "correct"),
+        (0, 25.0, "verify", 1, 2, None, "accept"),
+        (0, 27.0, "release", None, None, "agents", None),
+        (0, 27.0, "end", None, None, None, "success"),
+        (1, 0.0, "arrive", None, None, None, None),
+        (1, 0.0, "request", None, None, "agents", None),
+        (1, 27.0, "acquire", None, None, "agents", None),
+        (1, 27.0, "request", 1, 1, "rate_limit", None),
+        (1, 30.0, "acquire", 1, 1, "rate_limit", None),
+        (1, 30.0, "attempt", 1, 1, "llm", "correct"),
+        (1, 38.0, "release", None, None, "agents", None),
+        (1, 38.0, "end", None, None, None, "timeout"),
+    ],
+    columns=["trial", "time", "kind", "step", "attempt", "resource", "outcome"],
+)
+
+
+def _bars(ax):
+    """{label or colour: sorted [(row, start, width)]} of every broken_barh drawn."""
+    out = {}
+    for collection in ax.collections:
+        color = matplotlib.colors.to_hex(collection.get_facecolor()[0])
+        for path in collection.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            row = round(float(ys.min() + 0.4))
+            out.setdefault(color, []).append((row, float(xs.min()), float(xs.max() - xs.min())))
+    return {color: sorted(spans) for color, spans in out.items()}
+
+
+def test_timeline_gantt_work_and_waits(ax):
+    plot.timeline(EVENTS, ax=ax)
+    hexes = {name: matplotlib.colors.to_hex(name) for name in
+             ("tab:blue", "tab:orange", "tab:gray", "tab:red")}
+    bars = _bars(ax)
+    assert bars[hexes["tab:blue"]] == [(0, 5.0, 8.0), (0, 13.0, 2.0), (0, 17.0, 8.0),
+                                       (0, 25.0, 2.0), (1, 30.0, 8.0)]
+    assert bars[hexes["tab:orange"]] == [(0, 0.0, 5.0), (1, 0.0, 27.0)]  # waiting for agents
+    assert bars[hexes["tab:gray"]] == [(0, 15.0, 2.0)]  # backoff
+    assert bars[hexes["tab:red"]] == [(1, 27.0, 3.0)]  # rate limit
+    assert set(bars) == set(hexes.values())
+    ends = [(line.get_xdata()[0], line.get_ydata()[0], line.get_color()) for line in ax.lines]
+    assert ends == [(27.0, 0, "tab:green"), (38.0, 1, "tab:purple")]  # success, timeout
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "1"]
+    assert "(seconds)" in ax.get_xlabel() and "trial" in ax.get_ylabel()
+    legend = {t.get_text() for t in ax.get_legend().get_texts()}
+    assert legend == {"work", "waiting: agents", "waiting: backoff", "waiting: rate_limit",
+                      "end: success", "end: timeout"}
+
+
+def test_timeline_takes_json_lines_and_limits_the_trials(ax):
+    records = EVENTS.to_dict("records")
+    plot.timeline(records, trials=1, ax=ax)
+    assert {row for spans in _bars(ax).values() for row, _, _ in spans} == {0}
+    with pytest.raises(RelsimError, match="^events: must be an event log"):
+        plot.timeline([{"trial": 0}], ax=Figure().add_subplot())
+
+
+def test_durations_distribution_quantiles_and_deadline(ax):
+    from types import SimpleNamespace
+
+    summary = {"mean": 32.5, "p50": 27.0, "p90": 36.9, "p99": 37.89}
+    result = SimpleNamespace(duration=summary, events=EVENTS)
+    plot.durations(result, deadline=38, ax=ax)
+    ecdf, points, mean, deadline = ax.lines
+    np.testing.assert_array_equal(ecdf.get_xdata(), [27.0, 38.0])  # end - arrive per trial
+    np.testing.assert_array_equal(ecdf.get_ydata(), [0.5, 1.0])
+    np.testing.assert_array_equal(points.get_xdata(), [27.0, 36.9, 37.89])
+    np.testing.assert_array_equal(points.get_ydata(), [0.5, 0.9, 0.99])
+    assert mean.get_xdata()[0] == 32.5 and deadline.get_xdata()[0] == 38.0
+    assert "(seconds)" in ax.get_xlabel() and "(probability)" in ax.get_ylabel()
+    # A to_dict() result has no events: the quantiles only.
+    only = plot.durations({"duration": summary}, ax=Figure().add_subplot())
+    assert len(only.lines) == 2
+    with pytest.raises(RelsimError, match="^result: must be a timeline result"):
+        plot.durations({"success": 1.0}, ax=Figure().add_subplot())
+    with pytest.raises(RelsimError, match="^deadline: must be a number of seconds > 0"):
+        plot.durations({"duration": summary}, deadline=0, ax=Figure().add_subplot())
