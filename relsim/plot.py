@@ -108,13 +108,13 @@ def compounding(
     """
     from relsim import formulas
 
-    ax = _axes(ax)
     ps = _floats(p, "p")
     n = _steps(steps, "steps")
+    goal = _target(target)
+    ax = _axes(ax)
     for value in ps:
         ax.plot(n, formulas.compound(value, n), label=f"p = {value:g}")
-    if target is not None:
-        _target_line(ax, target)
+    _target_line(ax, goal)
     ax.set_xlabel("steps in the task (count)")
     ax.set_ylabel("end-to-end success (probability)")
     ax.set_ylim(0.0, 1.02)
@@ -162,12 +162,13 @@ def retries(
     """
     from relsim import formulas
 
-    ax = _axes(ax)
     n = _int(steps, "steps", low=1)
     top = _int(max_retries, "max_retries", low=0)
+    goal = _target(target)
     budgets = np.arange(top + 1)
     success = formulas.verified_step(p, budgets, miss, false_reject).success ** n
     ceiling = formulas.verified_ceiling(p, miss, false_reject) ** n
+    ax = _axes(ax)
     ax.plot(budgets, success, marker="o", label=f"{n} steps, p = {p:g}")
     ax.axhline(
         ceiling,
@@ -175,8 +176,7 @@ def retries(
         color="black",
         label=f"ceiling {ceiling:.4f} (miss = {miss:g}, false_reject = {false_reject:g})",
     )
-    if target is not None:
-        _target_line(ax, target)
+    _target_line(ax, goal)
     ax.set_xlabel("retries per step (count)")
     ax.set_ylabel("end-to-end success (probability)")
     ax.set_ylim(0.0, 1.02)
@@ -204,9 +204,10 @@ def required_accuracy(
     """
     from relsim import formulas
 
-    ax = _axes(ax)
     n = _steps(steps, "steps")
-    for value in _floats(target, "target"):
+    targets = _floats(target, "target")
+    ax = _axes(ax)
+    for value in targets:
         ax.plot(n, formulas.required_step_success(value, n), label=f"target {value:g}")
     ax.set_xlabel("steps in the task (count)")
     ax.set_ylabel("required per-step success (probability)")
@@ -439,6 +440,9 @@ def durations(
     if not isinstance(summary, Mapping) or not {"mean", "p50", "p90", "p99"} <= set(summary):
         raise invalid("result", "a timeline result with duration {mean, p50, p90, p99}", result)
     events = None if isinstance(result, Mapping) else getattr(result, "events", None)
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                 or not 0 < deadline < math.inf):
+        raise invalid("deadline", "a number of seconds > 0", deadline)
     ax = _axes(ax)
     spans = _trial_spans(events) if events is not None and len(events) else None
     if spans is not None and len(spans):
@@ -452,10 +456,7 @@ def durations(
     ax.axvline(float(summary["mean"]), linestyle="--", color="gray",
                label=f"mean {float(summary['mean']):.4g} s")
     if deadline is not None:
-        value = float(deadline)
-        if not value > 0 or not math.isfinite(value):
-            raise invalid("deadline", "a number of seconds > 0", deadline)
-        ax.axvline(value, color="tab:red", label=f"deadline {value:g} s")
+        ax.axvline(float(deadline), color="tab:red", label=f"deadline {float(deadline):g} s")
     ax.set_xlabel("trial duration, arrival to end (seconds)")
     ax.set_ylabel("share of trials ended (probability)")
     ax.set_ylim(0.0, 1.02)
@@ -529,11 +530,22 @@ def _axes(ax: "Axes | None") -> "Axes":
     return ax
 
 
-def _target_line(ax: "Axes", target: float) -> None:
-    value = float(target)
+def _target(target: Any) -> float | None:
+    """The target as a float (None stays None); checked before anything is drawn."""
+    if target is None:
+        return None
+    try:
+        value = float(target)
+    except (TypeError, ValueError):
+        raise invalid("target", "a number in (0, 1]", target) from None
     if not 0.0 < value <= 1.0:
         raise invalid("target", "a number in (0, 1]", target)
-    ax.axhline(value, linestyle=":", color="tab:red", label=f"target {value:g}")
+    return value
+
+
+def _target_line(ax: "Axes", target: float | None) -> None:
+    if target is not None:
+        ax.axhline(target, linestyle=":", color="tab:red", label=f"target {target:g}")
 
 
 def _floats(value: Any, key: str) -> list[float]:
