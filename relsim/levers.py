@@ -8,25 +8,28 @@ can rebuild the variant (:func:`apply`) and check it.
 
 The changes, where they apply to the scenario:
 
-===============================  ==============================================================
-lever                            set
-===============================  ==============================================================
-p +1 point on every step         ``p`` -> ``min(1, p_i + 0.01)``
-p +1 point on the hardest step   ``p`` with the lowest ``p_i`` (the first such) raised a point
-verifier miss halved             ``verifier.miss`` -> ``miss / 2``
-verifier false_reject halved     ``verifier.false_reject`` -> ``false_reject / 2``
-one more retry per step          ``retries.per_step`` -> ``per_step + 1`` (1 without retries)
-task budget doubled              ``retries.total`` -> ``max(2 total, total + 1)``
-checkpoints twice as often       ``checkpoints.every`` -> ``every // 2``
-one more rollback                ``checkpoints.rollbacks`` -> ``rollbacks + 1``
-checkpoint misses halved         ``checkpoints.detect`` -> ``1 - (1 - detect) / 2``
-checkpoint false alarms halved   ``checkpoints.false_alarm`` -> ``false_alarm / 2``
-confusion entered half as often  ``correlation.confusion.enter`` -> ``enter / 2``
-task effect halved               ``correlation.task_sd`` -> ``task_sd / 2``
-step effect halved               ``correlation.step_sd`` -> ``step_sd / 2``
-one fewer step                   ``steps`` -> ``steps - 1``, dropping the last step's entries
-                                 from per-step lists and checkpoints past the new end
-===============================  ==============================================================
+=========================================  ====================================================
+lever                                      set
+=========================================  ====================================================
+p +1 point on every step                   ``p`` -> ``min(1, p_i + 0.01)``
+p +1 point on the hardest step (step k)    ``p`` with the lowest ``p_i`` (the first such) raised
+                                           a point (only when the steps differ)
+verifier miss halved                       ``verifier.miss`` -> ``miss / 2``
+verifier false_reject halved               ``verifier.false_reject`` -> ``false_reject / 2``
+one more retry per step                    ``retries.per_step`` -> ``per_step + 1`` (1 without
+                                           a ``[retries]`` table; needs a verifier)
+task retry budget doubled                  ``retries.total`` -> ``max(2 total, total + 1)``
+checkpoints twice as often                 ``checkpoints.every`` -> ``every // 2``
+one more rollback                          ``checkpoints.rollbacks`` -> ``rollbacks + 1``
+checkpoint misses halved                   ``checkpoints.detect`` -> ``1 - (1 - detect) / 2``
+checkpoint false alarms halved             ``checkpoints.false_alarm`` -> ``false_alarm / 2``
+confusion entered half as often            ``correlation.confusion.enter`` -> ``enter / 2``
+task effect halved                         ``correlation.task_sd`` -> ``task_sd / 2``
+step effect halved                         ``correlation.step_sd`` -> ``step_sd / 2``
+one fewer step (the last)                  ``steps`` -> ``steps - 1``; every per-step list loses
+                                           its last entry, and when the old last step was
+                                           checked the new one is (``checkpoints.at``)
+=========================================  ====================================================
 
 A change that would leave the scenario as it is (``p`` already 1, ``miss`` already 0, ...)
 is not listed.
@@ -42,7 +45,6 @@ import numpy as np
 
 from relsim.errors import invalid
 from relsim.exact import evaluate
-from relsim.results import cost_per_success
 from relsim.scenario import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,11 +101,11 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
 
     base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
     origin = evaluate(base)
-    origin_cps = cost_per_success(origin.expected_cost, origin.success)
+    origin_cps = origin.cost_per_success
     rows = []
     for lever, changes in _changes(base):
         outcome = evaluate(apply(base, changes))
-        cps = cost_per_success(outcome.expected_cost, outcome.success)
+        cps = outcome.cost_per_success
         rows.append(
             {
                 "lever": lever,
