@@ -74,7 +74,7 @@ def test_numbers_on_the_page_come_from_the_engines(production):
     assert "Target 0.9 NOT met" in html and report.meets_target is False
     # The planner's answers, in the target table.
     plan = relsim.plan.retries(scenario, target=0.9)
-    assert f"<td class=\"wrap\">least retries per step</td><td class=\"wrap\">{plan.value}</td>" in html
+    assert f'<td class="wrap">least retries per step</td><td class="num">{plan.value}</td>' in html
     # The Monte Carlo check: the same seed reproduces the run; z is (estimate - exact) / se.
     run = relsim.simulate(scenario, trials=TRIALS, seed=5)
     z = (run.success - exact.success) / run.standard_errors["success"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
-from relsim.report._html import esc, new_figure, number, svg, table
+from relsim.report._html import esc, new_figure, svg, table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -152,13 +152,12 @@ def target(ctx: Context) -> Section:
         try:
             plan = planner.solve(ctx.scenario, quantity, goal)
         except ValueError as error:  # this quantity cannot be planned for this scenario
-            rows.append((words, "-", None, None, "not applicable", str(error)))
+            rows.append((words, None, None, None, "not applicable", str(error)))
             continue
-        value = plan.value if not isinstance(plan.value, float) else number(plan.value)
         rows.append(
             (
                 words,
-                value,
+                plan.value,
                 plan.success,
                 plan.cost_per_success,
                 "yes" if plan.feasible else "no",
@@ -173,7 +172,7 @@ def target(ctx: Context) -> Section:
         table(
             ("change", "value", "success", "cost per success", "meets target", "why not"),
             rows,
-            numeric=(False, False, True, True, False, False),
+            numeric=(False, True, True, True, False, False),
         ),
     ]
     return Section("target", "The target and what meets it", "\n".join(body))
