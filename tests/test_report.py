@@ -242,6 +242,13 @@ def test_report_in_a_real_browser(tmp_path):
     for name, (width, height) in sizes.items():
         assert width > 300 and height > 150, f"figure {name} is not shown ({width} x {height})"
 
+    # Printable: Chromium prints it to a PDF of several pages.
+    pdf = tmp_path / "report.pdf"
+    printed = _chromium(page, tmp_path, f"--print-to-pdf={pdf}", "--no-pdf-header-footer")
+    assert pdf.exists(), printed.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 3
+
 
 @pytest.mark.slow
 def test_browser_checks_catch_a_blank_page_and_a_console_error(tmp_path):

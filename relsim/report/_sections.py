@@ -204,7 +204,7 @@ def levers(ctx: Context) -> Section | None:
         "check a row (<code>relsim levers</code> prints the same table).</p>",
         svg(figure, "levers", "Change in success from each single lever (percentage points)"),
         table(
-            ("lever", "set", "success", "change (points)", "cost per success", "change"),
+            ("lever", "set", "success", "change (points)", "cost per success", "change (cost)"),
             rows,
             numeric=(False, False, True, True, True, True),
         ),
