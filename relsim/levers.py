@@ -219,15 +219,11 @@ def _one_fewer_step(s: Scenario) -> dict[str, Any] | None:
     if n < 1:
         return None
     changes: dict[str, Any] = {"steps": n}
-    for key, value in (
-        ("p", s.p),
-        ("verifier.miss", s.verifier.miss if s.verifier else None),
-        ("verifier.false_reject", s.verifier.false_reject if s.verifier else None),
-        ("retries.per_step", s.retries.per_step if s.retries else None),
-        ("cost.attempt", s.cost.attempt),
-    ):
-        if isinstance(value, tuple):
-            changes[key] = list(value[:n])
+    # Every per-step list of the file form (p, verifier rates, retries, costs, and any table
+    # added later, such as per-step durations) is a list of `steps` entries: trim them all.
+    for key, value in _dotted(s.to_dict()):
+        if key != "checkpoints.at" and isinstance(value, list) and len(value) == s.steps:
+            changes[key] = copy.deepcopy(value[:n])
     c = s.checkpoints
     if c is not None:
         at = {min(position, n) for position in c.at}
@@ -238,6 +234,17 @@ def _one_fewer_step(s: Scenario) -> dict[str, Any] | None:
         if list(c.at) != sorted(at):
             changes["checkpoints.at"] = sorted(at)
     return changes
+
+
+def _dotted(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) for every leaf of a scenario's file form."""
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out += _dotted(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 def _per_step(values: np.ndarray) -> Any:

@@ -178,3 +178,27 @@ def test_apply_sets_dotted_keys_and_validates():
     with pytest.raises(ValueError, match="^changes: must be a mapping"):
         apply(R2, [("steps", 3)])
     assert math.isclose(relsim.evaluate(apply(R2, {})).success, relsim.evaluate(R2).success)
+
+
+def test_one_fewer_step_trims_every_per_step_list():
+    design = {
+        "steps": 3,
+        "p": [0.9, 0.8, 0.7],
+        "verifier": {"miss": [0.1, 0.2, 0.3], "false_reject": [0.0, 0.01, 0.02]},
+        "retries": {"per_step": [1, 2, 3]},
+        "checkpoints": {"at": [1, 2, 3], "detect": 0.5, "rollbacks": 1},
+        "cost": {"attempt": [1.0, 2.0, 3.0]},
+    }
+    rows = dict(zip(*(lambda f: (f["lever"], f["set"]))(levers(design))))
+    assert rows["one fewer step (the last)"] == {
+        "steps": 2,
+        "p": [0.9, 0.8],
+        "verifier.miss": [0.1, 0.2],
+        "verifier.false_reject": [0.0, 0.01],
+        "retries.per_step": [1, 2],
+        "cost.attempt": [1.0, 2.0],
+        "checkpoints.at": [1, 2],  # not a per-step list, though it has three entries
+    }
+    # The hardest step is the third (p = 0.7); "one more retry" raises each step's budget.
+    assert rows["p +1 point on the hardest step (step 3)"] == {"p": [0.9, 0.8, 0.71]}
+    assert rows["one more retry per step"] == {"retries.per_step": [2, 3, 4]}
