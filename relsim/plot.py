@@ -448,8 +448,14 @@ def durations(
     if spans is not None and len(spans):
         seconds = np.sort((spans["end"] - spans["arrive"]).to_numpy(dtype=float))
         share = np.arange(1, seconds.size + 1) / seconds.size
-        ax.step(seconds, share, where="post", color=WORK_COLOR,
-                label=f"recorded trials ({seconds.size})")
+        total = getattr(result, "trials", None)
+        if total == seconds.size:
+            label = f"all {total} trials"
+        elif total:  # the first trials of a fleet need not look like the rest (no queue yet)
+            label = f"the first {seconds.size} of {total} trials (recorded)"
+        else:
+            label = f"recorded trials ({seconds.size})"
+        ax.step(seconds, share, where="post", color=WORK_COLOR, label=label)
     quantiles = [float(summary[key]) for key in ("p50", "p90", "p99")]
     ax.plot(quantiles, [0.5, 0.9, 0.99], linestyle="none", marker="o", color="black",
             label="p50, p90, p99 (all trials)")

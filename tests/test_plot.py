@@ -368,6 +368,10 @@ def test_durations_distribution_quantiles_and_deadline(ax):
     np.testing.assert_array_equal(points.get_xdata(), [27.0, 36.9, 37.89])
     np.testing.assert_array_equal(points.get_ydata(), [0.5, 0.9, 0.99])
     assert mean.get_xdata()[0] == 32.5 and deadline.get_xdata()[0] == 38.0
+    assert ecdf.get_label() == "recorded trials (2)"
+    first_of_many = plot.durations(SimpleNamespace(duration=summary, events=EVENTS, trials=500),
+                                   ax=Figure().add_subplot())
+    assert first_of_many.lines[0].get_label() == "the first 2 of 500 trials (recorded)"
     assert "(seconds)" in ax.get_xlabel() and "(probability)" in ax.get_ylabel()
     # A to_dict() result has no events: the quantiles only.
     only = plot.durations({"duration": summary}, ax=Figure().add_subplot())

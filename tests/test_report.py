@@ -273,3 +273,26 @@ def test_the_parser_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_time_section_without_time_tables(production):
+    assert "time" not in [s.id for s in production[1].sections]
+
+
+def test_time_section_from_the_timeline_engine():
+    timeline = pytest.importorskip("relsim.timeline", reason="the timeline engine has not landed")
+    design = {"steps": 5, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
+              "timing": {"attempt": 8, "verify": 2, "deadline": 60}}
+    report = render(design, trials=3_000, seed=4)
+    assert report.sections[-1].id == "time"
+    assert report.figures[-3:] == ("time-split", "durations", "gantt")
+    run = timeline.simulate_timeline(design, trials=2_000, seed=4)  # the section's run
+    html = report.html
+    assert "plays 2000 trials (seed 4)" in html
+    for value in (run.success, run.timeout, run.duration["p90"]):
+        assert f'<td class="num">{value:.6g}</td>' in html
+    # Constant durations (docs/model.md section 7): a trial lasts 10 s per attempt, so those
+    # that need more than 6 attempts time out at the 60 s deadline.
+    assert 0 < run.timeout < 1 and run.duration["p99"] <= 60
+    durations_svg = html.split('data-figure="durations"', 1)[1].split("</svg>", 1)[0]
+    assert ">deadline 60 s<" in durations_svg and ">all 2000 trials<" in durations_svg

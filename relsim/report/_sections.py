@@ -285,8 +285,72 @@ def monte_carlo(ctx: Context) -> Section | None:
     return Section("montecarlo", "Check: Monte Carlo against exact", "\n".join(body), ("convergence",))
 
 
-#: The report's sections in reading order. A time section (durations, waits, utilisation
-#: from the timeline engine) is one more function here.
+#: The time tables of docs/model.md section 7; a scenario with any of them gets a time section.
+TIME_TABLES = ("timing", "fleet", "resources", "infra")
+#: Trials of the timeline run (simpy plays each trial event by event: about a thousand a
+#: second). All are recorded, so the distribution of durations is that of every trial: the
+#: first trials of a fleet alone would miss the queue that later ones wait in.
+TIMELINE_TRIALS = 2_000
+#: Trials drawn in the Gantt chart.
+GANTT_TRIALS = 20
+
+
+def time(ctx: Context) -> Section | None:
+    """In time (the timeline engine): the split with timeouts and crashes, durations, waits
+    and utilisation, the distribution of durations and a Gantt chart of the first trials.
+
+    Shown when the scenario has a time table and the timeline engine is installed, and left
+    out with ``trials = 0`` like the Monte Carlo check.
+    """
+    s = ctx.scenario
+    if ctx.trials <= 0 or not any(getattr(s, table, None) is not None for table in TIME_TABLES):
+        return None
+    try:
+        from relsim.timeline import simulate_timeline
+    except ImportError:  # a relsim without the timeline engine
+        return None
+    from relsim import plot
+
+    trials = min(ctx.trials, TIMELINE_TRIALS)
+    run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)
+    timing = getattr(s, "timing", None)
+    deadline = getattr(timing, "deadline", None)
+    se = run.standard_errors
+    rows: list[tuple[str, Any, Any]] = [
+        (key.replace("_", " "), getattr(run, key), se.get(key))
+        for key in ("success", "silent_failure", "detected_failure", "timeout", "infra_failure")
+    ]
+    rows += [(f"duration {key} (seconds)", value, se.get("duration") if key == "mean" else None)
+             for key, value in run.duration.items()]
+    rows += [(f"mean wait for {key} (seconds)", value, None) for key, value in run.wait.items()]
+    rows += [(f"utilisation of {key}", value, None) for key, value in run.utilisation.items()]
+    rows += [
+        ("makespan (seconds)", run.makespan, None),
+        ("trials ended per hour", run.throughput_per_hour, None),
+        ("successes per hour", run.successes_per_hour, None),
+    ]
+    split = new_figure(7.0, 4.2)
+    plot.outcome_split({"exact (no time)": ctx.exact, "in time": run}, ax=split.add_subplot())
+    spread = new_figure(7.0, 4.2)
+    plot.durations(run, deadline=deadline, ax=spread.add_subplot())
+    figures = ["time-split", "durations"]
+    body = [
+        f"<p>The timeline engine plays {run.trials} trials (seed {run.seed}) in time: agent "
+        "slots, rate limits, LLM slots and reviewers are shared, a trial past its deadline "
+        "ends as a timeout and a crash as an infra failure. Standard errors are the run's.</p>",
+        table(("quantity", "value", "standard error"), rows, numeric=(False, True, True)),
+        svg(split, "time-split", "How trials end, exactly without time and in time"),
+        svg(spread, "durations", "Trial durations from arrival to end"),
+    ]
+    if run.events is not None and len(run.events):
+        gantt = new_figure(7.5, 1.5 + 0.25 * min(GANTT_TRIALS, run.trials))
+        plot.timeline(run.events, trials=GANTT_TRIALS, ax=gantt.add_subplot())
+        figures.append("gantt")
+        body.append(svg(gantt, "gantt", f"The first {min(GANTT_TRIALS, run.trials)} trials: work against waiting"))
+    return Section("time", "In time: durations, waits and utilisation", "\n".join(body), tuple(figures))
+
+
+#: The report's sections in reading order; a new section is one more function here.
 SECTIONS: tuple[Callable[[Context], Section | None], ...] = (
     design,
     outcome,
@@ -294,6 +358,7 @@ SECTIONS: tuple[Callable[[Context], Section | None], ...] = (
     levers,
     compounding,
     monte_carlo,
+    time,
 )
 
 
