@@ -10,7 +10,7 @@ Carlo run) once; they hold no modelling logic of their own.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -47,7 +47,6 @@ class Context:
     target: float | None
     trials: int
     seed: int
-    notes: list[str] = field(default_factory=list)
 
     @cached_property
     def exact(self) -> "Outcome":
@@ -295,7 +294,7 @@ TIMELINE_TRIALS = 2_000
 GANTT_TRIALS = 20
 
 
-def time(ctx: Context) -> Section | None:
+def in_time(ctx: Context) -> Section | None:
     """In time (the timeline engine): the split with timeouts and crashes, durations, waits
     and utilisation, the distribution of durations and a Gantt chart of the first trials.
 
@@ -358,7 +357,7 @@ SECTIONS: tuple[Callable[[Context], Section | None], ...] = (
     levers,
     compounding,
     monte_carlo,
-    time,
+    in_time,
 )
 
 
