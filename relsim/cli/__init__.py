@@ -26,6 +26,8 @@ COMMANDS = {
     "analyze": "relsim.cli.trials",
     "compare": "relsim.cli.trials",
     "power": "relsim.cli.trials",
+    "levers": "relsim.cli.levers",
+    "report": "relsim.cli.report",
 }
 
 

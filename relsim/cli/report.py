@@ -1,0 +1,75 @@
+"""``relsim report``: the design-review report, one self-contained HTML file.
+
+::
+
+    relsim report SCENARIO.toml -o report.html [--target T] [--trials N] [--seed S]
+
+Writes the page of :func:`relsim.report.render` (the design, its exact outcome, the target and
+what meets it, the levers, the compounding context and a Monte Carlo check) and prints where.
+Exit status: 0 written; 2 bad input; 3 written, but the design does not meet the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, nonnegative_int, target
+
+
+def add_parser(subparsers: Any) -> None:
+    # relsim.report is not imported here: every command builds this parser, and `relsim solve`
+    # must start fast. The default (relsim.report.DEFAULT_TRIALS) is applied in run().
+    parser = subparsers.add_parser(
+        "report",
+        help="a self-contained HTML design-review report of a scenario file",
+        description=(
+            "Write one self-contained HTML page (inline SVG figures, no scripts, readable "
+            "offline and printable) that a reviewer reads top to bottom: the design, its exact "
+            "outcome, the target and what meets it, the levers that move success, the "
+            "compounding context and a Monte Carlo check. Exit status 3 when the design does "
+            "not meet the target (the page is still written)."
+        ),
+    )
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    parser.add_argument("--target", type=target, metavar="T", help="target in (0, 1] (default: the file's)")
+    parser.add_argument(
+        "--trials",
+        type=nonnegative_int,
+        metavar="N",
+        help="Monte Carlo trials of the check (default 100000; 0 leaves it out)",
+    )
+    parser.add_argument(
+        "--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the check (default 0)"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from relsim.report import DEFAULT_TRIALS, render, write
+    from relsim.scenario import Scenario
+
+    scenario = Scenario.from_toml(args.scenario)
+    trials = DEFAULT_TRIALS if args.trials is None else args.trials
+    command = "relsim " + shlex.join(
+        ["report", args.scenario, "-o", args.output, "--trials", str(trials), "--seed", str(args.seed)]
+        + (["--target", f"{args.target:g}"] if args.target is not None else [])
+    )
+    report = render(
+        scenario,
+        source=args.scenario,
+        target=args.target,
+        trials=trials,
+        seed=args.seed,
+        command=command,
+    )
+    path = write(report, args.output)
+    verdict = ""
+    if report.meets_target is not None:
+        verdict = "; target met" if report.meets_target else "; target NOT met"
+    print(f"wrote {path} ({len(report.figures)} figures, {len(report.sections)} sections{verdict})")
+    if report.meets_target is False:
+        return EXIT_INFEASIBLE
+    return EXIT_OK

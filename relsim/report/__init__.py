@@ -1,0 +1,157 @@
+"""The design-review report: one self-contained HTML file a reviewer reads top to bottom.
+
+::
+
+    relsim report SCENARIO.toml -o report.html [--target T] [--trials N] [--seed S]
+
+The page holds the design as a table, its exact outcome and split, the target and what meets
+it (the planner's ``retries``, ``verifier`` and ``p`` answers, or why none does), the levers
+chart, the compounding context, a Monte Carlo check against the exact value and, when the
+scenario has time tables and the timeline engine is installed, a run in time (the split with
+timeouts and crashes, durations, waits, utilisation, a Gantt chart). Figures are
+inline SVG drawn by :mod:`relsim.plot`; the stylesheet is inline; there is no script, no
+external font and no image file, so it reads the same offline and prints cleanly.
+
+Sections are functions (:mod:`relsim.report._sections`); :data:`SECTIONS` lists them in
+reading order and :func:`render` takes another tuple, so a section is added by one function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from relsim.errors import invalid
+from relsim.report._html import PAGE, STYLE, esc
+from relsim.report._sections import SECTIONS, Context, Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["DEFAULT_TRIALS", "Report", "SECTIONS", "Context", "Section", "render", "write"]
+
+#: Monte Carlo trials of the check when none are given (a few tenths of a second).
+DEFAULT_TRIALS = 100_000
+
+
+@dataclass(frozen=True)
+class Report:
+    """A rendered report: the page and what it holds.
+
+    Attributes
+    ----------
+    html : str
+        The whole page.
+    sections : tuple of Section
+        The sections shown, in order.
+    figures : tuple of str
+        The names of the figures on the page (each an inline ``<svg>`` inside
+        ``<figure data-figure="name">``).
+    meets_target : bool or None
+        Whether the design's exact success reaches the target; None without a target.
+    """
+
+    html: str
+    sections: tuple[Section, ...]
+    figures: tuple[str, ...]
+    meets_target: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's summary (not the page): sections, figures, meets_target."""
+        return {
+            "sections": [s.id for s in self.sections],
+            "figures": list(self.figures),
+            "meets_target": self.meets_target,
+        }
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per section: ``id``, ``title`` and its ``figures`` (a list)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [{"id": s.id, "title": s.title, "figures": list(s.figures)} for s in self.sections],
+            columns=["id", "title", "figures"],
+        )
+
+
+def render(
+    scenario: Any,
+    *,
+    source: str | None = None,
+    target: float | None = None,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = 0,
+    command: str | None = None,
+    sections: Sequence[Callable[[Context], Section | None]] = SECTIONS,
+) -> Report:
+    """Build the report of ``scenario``.
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+    source : str, optional
+        Where the scenario came from (a file name), shown on the page.
+    target : float, optional
+        In (0, 1]; default the scenario's ``target`` (none: the target section says so).
+    trials : int
+        Monte Carlo trials of the check, >= 0 (0 leaves the check out).
+    seed : int
+        Seed of the check, >= 0, shown on the page so the run can be repeated.
+    command : str, optional
+        The command line that made the report, shown in the footer.
+    sections : sequence of callables
+        The sections, in order (default :data:`SECTIONS`).
+    """
+    import relsim
+    from relsim.scenario import Scenario
+
+    design = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    if target is None:
+        target = design.target
+    elif isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
+        raise invalid("target", "a number in (0, 1]", target)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 0:
+        raise invalid("trials", "an integer >= 0", trials)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise invalid("seed", "an integer >= 0", seed)
+    ctx = Context(
+        scenario=design,
+        source=source or "(built in Python)",
+        target=None if target is None else float(target),
+        trials=trials,
+        seed=seed,
+    )
+    shown = tuple(s for s in (section(ctx) for section in sections) if s is not None)
+    figures = tuple(name for s in shown for name in s.figures)
+    title = design.name or (Path(source).stem if source else "scenario")
+    toc = "\n".join(f'<li><a href="#{esc(s.id)}">{esc(s.title)}</a></li>' for s in shown)
+    body = "\n".join(
+        f'<section id="{esc(s.id)}">\n<h2>{esc(s.title)}</h2>\n{s.body}\n</section>' for s in shown
+    )
+    html = PAGE.substitute(
+        version=esc(relsim.__version__),
+        title=esc(f"relsim design review: {title}"),
+        heading=esc(f"Design review: {title}"),
+        lead=esc(_lead(ctx)),
+        toc=toc,
+        sections=body,
+        style=STYLE,
+        command=esc(command or "relsim.report.render"),
+    )
+    return Report(html=html, sections=shown, figures=figures, meets_target=ctx.meets_target)
+
+
+def write(report: Report, path: str | Path) -> Path:
+    """Write ``report``'s page to ``path`` (UTF-8) and return the path."""
+    path = Path(path)
+    path.write_text(report.html, encoding="utf-8")
+    return path
+
+
+def _lead(ctx: Context) -> str:
+    s = ctx.scenario
+    words = f"{s.steps} steps; exact success {ctx.exact.success:.4f}"
+    if ctx.target is not None:
+        words += f" against a target of {ctx.target:g} ({'met' if ctx.meets_target else 'not met'})"
+    return words + f"; cost per success {ctx.exact.cost_per_success:.4g}."

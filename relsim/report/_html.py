@@ -1,0 +1,158 @@
+"""The page around the sections: one HTML template, its stylesheet, and small builders.
+
+Everything the page needs is inside it: the stylesheet is inline, the figures are inline
+SVG, the fonts are the reader's own (a system font stack), and there is no script. So the
+file reads the same offline, in a mail attachment or on paper.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+import string
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+PAGE = string.Template(
+    """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="relsim $version">
+<title>$title</title>
+<style>
+$style
+</style>
+</head>
+<body>
+<header>
+<h1>$heading</h1>
+<p class="lead">$lead</p>
+<nav aria-label="sections"><ol>
+$toc
+</ol></nav>
+</header>
+<main>
+$sections
+</main>
+<footer>
+<p>Made by relsim $version with <code>$command</code>. Exact numbers come from the exact
+engine; the Monte Carlo check uses the seed shown, so the run can be repeated. The model is
+described in docs/model.md.</p>
+</footer>
+</body>
+</html>
+"""
+)
+
+STYLE = """
+:root { --ink: #1d2430; --muted: #5b6576; --rule: #d7dce3; --good: #1a7f37; --bad: #b42318; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 60rem; padding: 1.5rem 1.25rem 3rem; color: var(--ink);
+       font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       background: #fff; }
+h1 { font-size: 1.8rem; margin: 0 0 .25rem; }
+h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; padding-top: .6rem; border-top: 2px solid var(--rule); }
+p.lead { color: var(--muted); margin: 0 0 1rem; }
+nav ol { margin: 0; padding-left: 1.4rem; columns: 2; }
+table { border-collapse: collapse; margin: .6rem 0 1rem; width: 100%; font-size: .92rem; }
+th, td { border-bottom: 1px solid var(--rule); padding: .3rem .5rem; text-align: left;
+         vertical-align: top; }
+th { background: #f3f5f8; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.wrap { word-break: break-word; }
+td:first-child { white-space: nowrap; }
+code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .9em; }
+figure { margin: 1rem 0 1.4rem; }
+figure svg { display: block; width: 100%; max-width: 46rem; height: auto; margin: 0 auto; }
+figcaption { color: var(--muted); font-size: .9rem; text-align: center; margin-top: .3rem; }
+.verdict { font-weight: 600; padding: .5rem .75rem; border-left: 4px solid var(--rule);
+           background: #f7f8fa; }
+.good { color: var(--good); border-left-color: var(--good); }
+.bad { color: var(--bad); border-left-color: var(--bad); }
+.note { color: var(--muted); font-size: .9rem; }
+footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule); }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  nav { display: none; }
+  h2 { break-after: avoid; }
+  figure, table { break-inside: avoid; }
+}
+"""
+
+
+def esc(value: Any) -> str:
+    """``value`` as HTML text (every user string passes through here)."""
+    return html.escape(str(value), quote=True)
+
+
+def number(value: Any, digits: int = 6) -> str:
+    """A number for a table: ``digits`` significant figures, ``inf`` / ``-`` when not finite."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    value = float(value)
+    if math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{digits}g}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[bool] | None = None) -> str:
+    """An HTML table; cells are escaped, numbers formatted by :func:`number`."""
+    numeric = list(numeric) if numeric is not None else [False] * len(header)
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for cell, is_number in zip(row, numeric):
+            if is_number:
+                cells.append(f'<td class="num">{esc(number(cell))}</td>')
+            else:
+                cells.append(f'<td class="wrap">{esc(cell)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def svg(figure: "Figure", name: str, caption: str) -> str:
+    """``figure`` as an inline ``<figure>`` holding its SVG, with a caption.
+
+    Text stays text (``svg.fonttype = none``: selectable, crisp in print, no embedded font).
+    matplotlib numbers its ids per file (``figure_1``, ``patch_1``, ...), so every id and
+    every reference to one is prefixed with ``name``: figures on one page share no id.
+    """
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        figure.savefig(buffer, format="svg", metadata=_NO_METADATA)
+    text = buffer.getvalue()
+    body = text[text.index("<svg"):]  # the XML prolog and doctype are not allowed inline
+    prefix = f"{name}-"
+    body = re.sub(r'\bid="', f'id="{prefix}', body)
+    body = body.replace("url(#", f"url(#{prefix}").replace('href="#', f'href="#{prefix}')
+    body = body.replace("<svg ", f'<svg role="img" aria-label="{esc(caption)}" ', 1)
+    return (
+        f'<figure id="figure-{esc(name)}" data-figure="{esc(name)}">\n{body}\n'
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+    )
+
+
+#: No <metadata> block (it names matplotlib's web site and the date: neither belongs here).
+_NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+
+
+def new_figure(width: float = 7.0, height: float = 4.0) -> "Figure":
+    """A matplotlib figure that is not registered with pyplot (nothing to close, no GUI)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")

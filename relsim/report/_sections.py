@@ -1,0 +1,401 @@
+"""The sections of the design-review report, one function each, in reading order.
+
+A section is a function ``(Context) -> Section | None`` (None: it does not apply to this
+scenario). To add one, write the function and put it in :data:`SECTIONS` (or pass your own
+tuple to :func:`relsim.report.render`). Sections read what they need from the
+:class:`Context`, which computes each shared result (the exact outcome, the levers, the Monte
+Carlo run) once; they hold no modelling logic of their own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable
+
+from relsim.report._html import esc, new_figure, svg, table
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from relsim.results import Outcome
+    from relsim.scenario import Scenario
+
+#: A Monte Carlo estimate further than this many standard errors from the exact value is
+#: flagged (the tolerance of the project's statistical tests).
+Z_LIMIT = 5.0
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: an anchor ``id``, a ``title``, an HTML ``body`` and the names
+    of the ``figures`` it holds."""
+
+    id: str
+    title: str
+    body: str
+    figures: tuple[str, ...] = ()
+
+
+@dataclass
+class Context:
+    """What the sections share: the scenario, the report's settings and the results."""
+
+    scenario: "Scenario"
+    source: str
+    target: float | None
+    trials: int
+    seed: int
+
+    @cached_property
+    def exact(self) -> "Outcome":
+        from relsim.exact import evaluate
+
+        return evaluate(self.scenario)
+
+    @cached_property
+    def levers(self) -> "pd.DataFrame":
+        from relsim.levers import levers
+
+        return levers(self.scenario)
+
+    @cached_property
+    def monte_carlo(self) -> "Outcome":
+        from relsim.montecarlo import simulate
+
+        return simulate(self.scenario, trials=self.trials, seed=self.seed)
+
+    @property
+    def meets_target(self) -> bool | None:
+        if self.target is None:
+            return None
+        return self.exact.success >= self.target
+
+
+# ------------------------------------------------------------------------------ sections
+def design(ctx: Context) -> Section:
+    """The design as a table of its scenario keys."""
+    s = ctx.scenario
+    rows = [(key, _show(value)) for key, value in _flatten(s.to_dict())]
+    if s.checkpoints is not None:
+        rows.append(("checkpoint positions", _show(list(s.checkpoint_positions))))
+    body = [
+        f"<p>Scenario file <code>{esc(ctx.source)}</code>: a chain of {s.steps} steps. Every "
+        "key the file sets (defaults left out):</p>",
+        table(("key", "value"), rows),
+    ]
+    return Section("design", "The design", "\n".join(body))
+
+
+def outcome(ctx: Context) -> Section:
+    """The exact outcome, and its split against the best single lever."""
+    o = ctx.exact
+    rows = [
+        ("success", o.success),
+        ("silent failure (wrong, and nobody caught it)", o.silent_failure),
+        ("detected failure (stopped, the failure is known)", o.detected_failure),
+        ("attempts per trial", o.expected_attempts),
+        ("cost per trial", o.expected_cost),
+        ("cost per success", o.cost_per_success),
+    ]
+    results: dict[str, Any] = {"this design": o}
+    best = ctx.levers.iloc[0] if len(ctx.levers) and ctx.levers.iloc[0]["delta_success"] > 0 else None
+    if best is not None:
+        from relsim.exact import evaluate
+        from relsim.levers import apply
+
+        results[f"with: {best['lever']}"] = evaluate(apply(ctx.scenario, best["set"]))
+    from relsim import plot
+
+    figure = new_figure(7.0, 4.2)
+    plot.outcome_split(results, ax=figure.add_subplot())
+    share = 100 * o.silent_failure / (1 - o.success) if o.success < 1 else 0.0
+    body = [
+        "<p>Exact outcome of one trial (exact engine).</p>",
+        table(("quantity", "value"), rows, numeric=(False, True)),
+        f"<p>Of the trials that fail, {share:.1f}% fail <em>silently</em>: they return a "
+        "wrong result that looks like a success.</p>",
+        svg(figure, "outcome", "How trials end: this design"
+            + (" and with its best single change" if best is not None else "")),
+    ]
+    return Section("outcome", "What the design achieves", "\n".join(body), ("outcome",))
+
+
+def target(ctx: Context) -> Section:
+    """The target, whether the design meets it, and what meets it (the planner's answers)."""
+    if ctx.target is None:
+        body = (
+            "<p>No target is set: give <code>--target</code> or set <code>target</code> in "
+            "the scenario file to see what meets one.</p>"
+        )
+        return Section("target", "The target", body)
+    from relsim import formulas
+    from relsim import plan as planner
+
+    goal = ctx.target
+    margin = ctx.exact.success - goal
+    if margin >= 0:
+        verdict = (f'<p class="verdict good">Target {goal:g} met: success {ctx.exact.success:.6f}, '
+                   f"{100 * margin:.2f} percentage points above.</p>")
+    else:
+        verdict = (f'<p class="verdict bad">Target {goal:g} NOT met: success '
+                   f"{ctx.exact.success:.6f}, {100 * -margin:.2f} percentage points short.</p>")
+    required = formulas.required_step_success(goal, ctx.scenario.steps)
+    rows = []
+    for quantity, words in (
+        ("retries", "least retries per step"),
+        ("verifier", "largest verifier miss"),
+        ("p", "least per-attempt success p"),
+    ):
+        try:
+            plan = planner.solve(ctx.scenario, quantity, goal)
+        except ValueError as error:  # this quantity cannot be planned for this scenario
+            rows.append((words, None, None, None, "not applicable", str(error)))
+            continue
+        rows.append(
+            (
+                words,
+                plan.value,
+                plan.success,
+                plan.cost_per_success,
+                "yes" if plan.feasible else "no",
+                plan.reason or "",
+            )
+        )
+    body = [
+        verdict,
+        f"<p>{ctx.scenario.steps} steps at target {goal:g} need each step to succeed with "
+        f"probability {required:.6f} or more. What would meet the target, one quantity at a "
+        "time (everything else as designed; exact engine):</p>",
+        table(
+            ("change", "value", "success", "cost per success", "meets target", "why not"),
+            rows,
+            numeric=(False, True, True, True, False, False),
+        ),
+    ]
+    return Section("target", "The target and what meets it", "\n".join(body))
+
+
+def levers(ctx: Context) -> Section | None:
+    """The levers table and its tornado chart."""
+    frame = ctx.levers
+    if len(frame) == 0:
+        return None
+    from relsim import plot
+
+    figure = new_figure(7.5, 1.2 + 0.36 * len(frame))
+    plot.levers(frame, ax=figure.add_subplot())
+    rows = [
+        (
+            row.lever,
+            ", ".join(f"{key} = {_show(value)}" for key, value in row.set.items()),
+            row.success,
+            100 * row.delta_success,
+            row.cost_per_success,
+            row.delta_cost_per_success,
+        )
+        for row in frame.itertuples(index=False)
+    ]
+    body = [
+        "<p>Every single change that applies to this design, evaluated exactly, by the gain "
+        "in end-to-end success. The keys set are what to change in the scenario file to "
+        "check a row (<code>relsim levers</code> prints the same table).</p>",
+        svg(figure, "levers", "Change in success from each single lever (percentage points)"),
+        table(
+            ("lever", "set", "success", "change (points)", "cost per success", "change (cost)"),
+            rows,
+            numeric=(False, False, True, True, True, True),
+        ),
+    ]
+    return Section("levers", "The levers: which change buys the most", "\n".join(body), ("levers",))
+
+
+def compounding(ctx: Context) -> Section:
+    """Where the design sits on the compounding curves, and (with a verifier) its ceiling."""
+    import numpy as np
+
+    from relsim import plot
+
+    s = ctx.scenario
+    per_step = ctx.exact.success ** (1.0 / s.steps)
+    last = max(50, 2 * s.steps)
+    steps = np.unique(np.round(np.linspace(1, last, min(last, 200))).astype(int))
+    figure = new_figure(7.0, 4.2)
+    ax = figure.add_subplot()
+    plot.compounding(p=(0.9, 0.95, 0.99, round(per_step, 6)), steps=steps, target=ctx.target, ax=ax)
+    ax.axvline(s.steps, color="gray", linewidth=0.8)
+    figures = ["compounding"]
+    body = [
+        f"<p>This design's {s.steps} steps succeed end to end with {ctx.exact.success:.6f}, "
+        f"as if each step succeeded with {per_step:.6f} (the geometric mean; the curve "
+        f"<em>p = {per_step:.6g}</em>). The grey line marks its length.</p>",
+        svg(figure, "compounding", "End-to-end success against the number of steps"),
+    ]
+    if s.verifier is not None:
+        p, miss, false_reject = (float(a.mean()) for a in (s.p_array, s.miss_array, s.false_reject_array))
+        budget = int(s.per_step_array.max())
+        chart = new_figure(7.0, 4.2)
+        plot.retries(p, s.steps, miss, false_reject, max_retries=max(10, budget + 2),
+                     target=ctx.target, ax=chart.add_subplot())
+        figures.append("retries")
+        body += [
+            f"<p>Retries against the verifier's ceiling for a uniform chain of {s.steps} steps "
+            f"at this design's mean values (p = {p:.4g}, miss = {miss:.4g}, false_reject = "
+            f"{false_reject:.4g}; closed form, no correlation or checkpoints): past the dashed "
+            "ceiling no number of retries helps; only a better verifier or agent does.</p>",
+            svg(chart, "retries", "End-to-end success against the retry budget per step"),
+        ]
+    return Section("compounding", "Context: errors compound", "\n".join(body), tuple(figures))
+
+
+def monte_carlo(ctx: Context) -> Section | None:
+    """A Monte Carlo run checked against the exact value (z-score) and its convergence."""
+    if ctx.trials <= 0:
+        return None
+    from relsim import plot
+
+    mc = ctx.monte_carlo
+    exact = ctx.exact.success
+    se = mc.standard_errors.get("success", math.nan)
+    z = _z(mc.success, exact, se)
+    ok = z is not None and abs(z) < Z_LIMIT
+    figure = new_figure(7.0, 4.2)
+    plot.convergence(ctx.scenario, ctx.trials, ctx.seed, ax=figure.add_subplot())
+    rows = [
+        ("trials", mc.trials),
+        ("seed", mc.seed),
+        ("Monte Carlo success", mc.success),
+        ("its standard error", se),
+        ("exact success", exact),
+        ("z-score", z),
+    ]
+    verdict_class = "good" if ok else "bad"
+    words = (f"agree: |z| < {Z_LIMIT:g}" if ok else
+             f"DISAGREE: |z| >= {Z_LIMIT:g} (or no spread to judge by); one engine has a bug "
+             "or the run is too short")
+    body = [
+        "<p>The Monte Carlo engine plays trial by trial what the exact engine computes; the two "
+        "must agree within Monte Carlo error.</p>",
+        table(("quantity", "value"), rows, numeric=(False, True)),
+        f'<p class="verdict {verdict_class}">Exact and Monte Carlo {esc(words)}.</p>',
+        svg(figure, "convergence", "Running Monte Carlo estimate of success against the exact value"),
+    ]
+    return Section("montecarlo", "Check: Monte Carlo against exact", "\n".join(body), ("convergence",))
+
+
+#: The time tables of docs/model.md section 7; a scenario with any of them gets a time section.
+TIME_TABLES = ("timing", "fleet", "resources", "infra")
+#: Trials of the timeline run (simpy plays each trial event by event: about a thousand a
+#: second). All are recorded, so the distribution of durations is that of every trial: the
+#: first trials of a fleet alone would miss the queue that later ones wait in.
+TIMELINE_TRIALS = 2_000
+#: Trials drawn in the Gantt chart.
+GANTT_TRIALS = 20
+
+
+def in_time(ctx: Context) -> Section | None:
+    """In time (the timeline engine): the split with timeouts and crashes, durations, waits
+    and utilisation, the distribution of durations and a Gantt chart of the first trials.
+
+    Shown when the scenario has a time table and the timeline engine is installed, and left
+    out with ``trials = 0`` like the Monte Carlo check.
+    """
+    s = ctx.scenario
+    if ctx.trials <= 0 or not any(getattr(s, table, None) is not None for table in TIME_TABLES):
+        return None
+    try:
+        from relsim.timeline import simulate_timeline
+    except ImportError:  # a relsim without the timeline engine
+        return None
+    from relsim import plot
+
+    trials = min(ctx.trials, TIMELINE_TRIALS)
+    run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)
+    timing = getattr(s, "timing", None)
+    deadline = getattr(timing, "deadline", None)
+    se = run.standard_errors
+    rows: list[tuple[str, Any, Any]] = [
+        (key.replace("_", " "), getattr(run, key), se.get(key))
+        for key in ("success", "silent_failure", "detected_failure", "timeout", "infra_failure")
+    ]
+    rows += [(f"duration {key} (seconds)", value, se.get("duration") if key == "mean" else None)
+             for key, value in run.duration.items()]
+    rows += [(f"mean wait for {key} (seconds)", value, None) for key, value in run.wait.items()]
+    rows += [(f"utilisation of {key}", value, None) for key, value in run.utilisation.items()]
+    rows += [
+        ("makespan (seconds)", run.makespan, None),
+        ("trials ended per hour", run.throughput_per_hour, None),
+        ("successes per hour", run.successes_per_hour, None),
+    ]
+    split = new_figure(7.0, 4.2)
+    plot.outcome_split({"exact (no time)": ctx.exact, "in time": run}, ax=split.add_subplot())
+    spread = new_figure(7.0, 4.2)
+    plot.durations(run, deadline=deadline, ax=spread.add_subplot())
+    figures = ["time-split", "durations"]
+    body = [
+        f"<p>The timeline engine plays {run.trials} trials (seed {run.seed}) in time: agent "
+        "slots, rate limits, LLM slots and reviewers are shared, a trial past its deadline "
+        "ends as a timeout and a crash as an infra failure. Standard errors are the run's.</p>",
+        table(("quantity", "value", "standard error"), rows, numeric=(False, True, True)),
+        svg(split, "time-split", "How trials end, exactly without time and in time"),
+        svg(spread, "durations", "Trial durations from arrival to end"),
+    ]
+    if run.events is not None and len(run.events):
+        gantt = new_figure(7.5, 1.5 + 0.25 * min(GANTT_TRIALS, run.trials))
+        plot.timeline(run.events, trials=GANTT_TRIALS, ax=gantt.add_subplot())
+        figures.append("gantt")
+        body.append(svg(gantt, "gantt", f"The first {min(GANTT_TRIALS, run.trials)} trials: work against waiting"))
+    return Section("time", "In time: durations, waits and utilisation", "\n".join(body), tuple(figures))
+
+
+#: The report's sections in reading order; a new section is one more function here.
+SECTIONS: tuple[Callable[[Context], Section | None], ...] = (
+    design,
+    outcome,
+    target,
+    levers,
+    compounding,
+    monte_carlo,
+    in_time,
+)
+
+
+# ------------------------------------------------------------------------------ helpers
+def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            rows += _flatten(value, f"{name}.")
+        else:
+            rows.append((name, value))
+    return rows
+
+
+def _show(value: Any) -> str:
+    """A scenario value for a table; a list with repeats is run-length coded, so 30 steps
+    of ``p`` read ``[0.97 x11, 0.8, 0.97 x11, 0.75, 0.97 x6]``."""
+    if isinstance(value, (list, tuple)):
+        runs: list[list[Any]] = []
+        for item in value:
+            if runs and runs[-1][0] == item:
+                runs[-1][1] += 1
+            else:
+                runs.append([item, 1])
+        parts = [_show(item) + (f" \u00d7{count}" if count > 1 else "") for item, count in runs]
+        return "[" + ", ".join(parts) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    if value is None:
+        return "none"
+    return str(value)
+
+
+def _z(estimate: float, exact: float, se: float) -> float | None:
+    """(estimate - exact) / se; None when the run has no spread to judge by (se = 0)."""
+    if not math.isfinite(se) or se <= 0:
+        return 0.0 if estimate == exact else None
+    return (estimate - exact) / se

@@ -1,0 +1,204 @@
+"""relsim.levers and ``relsim levers``: every row re-evaluated from its own ``set``.
+
+Each row's ``set`` is applied here by a helper of the test's own (scenario dict, nested keys,
+``Scenario.from_dict``) and evaluated again; chain rows are also checked against the closed
+form (a S_r)^n written out in plain arithmetic (docs/model.md section 2).
+"""
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import relsim
+from relsim.cli import main
+from relsim.levers import COLUMNS, apply, levers
+
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = sorted(str(path) for path in SCENARIO_DIR.glob("*.toml"))
+
+R2 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 3}}
+
+
+def _set(data, changes):
+    """The scenario dict with each dotted key set (the test's own, not relsim.levers.apply)."""
+    out = copy.deepcopy(data)
+    for dotted, value in changes.items():
+        *tables, key = dotted.split(".")
+        node = out
+        for table in tables:
+            node = node.setdefault(table, {})
+        node[key] = value
+    return relsim.Scenario.from_dict(out)
+
+
+def _chain(p, steps, retries, miss, false_reject=0.0):
+    a = p * (1 - false_reject)
+    q = p * false_reject + (1 - p) * (1 - miss)
+    return (a * sum(q**j for j in range(retries + 1))) ** steps
+
+
+@pytest.mark.parametrize("path", SCENARIOS)
+def test_every_row_is_its_set_re_evaluated(path):
+    scenario = relsim.Scenario.from_toml(path)
+    base = relsim.evaluate(scenario)
+    frame = levers(scenario)
+    assert list(frame.columns) == list(COLUMNS)
+    assert len(frame) >= 1
+    assert list(frame["delta_success"]) == sorted(frame["delta_success"], reverse=True)
+    assert frame.attrs["baseline"]["success"] == base.success
+    for row in frame.itertuples(index=False):
+        variant = _set(scenario.to_dict(), row.set)
+        assert variant != scenario, row.lever
+        again = relsim.evaluate(variant)
+        assert row.success == pytest.approx(again.success, abs=1e-12), row.lever
+        assert row.delta_success == pytest.approx(again.success - base.success, abs=1e-12)
+        cps = again.expected_cost / again.success
+        assert row.cost_per_success == pytest.approx(cps, rel=1e-12)
+        assert row.delta_cost_per_success == pytest.approx(cps - base.cost_per_success, rel=1e-9, abs=1e-12)
+        json.dumps(row.set)  # plain values: anyone can write them into a file
+
+
+def test_chain_levers_against_the_closed_form():
+    frame = levers(R2).set_index("lever")
+    assert set(frame.index) == {
+        "p +1 point on every step",
+        "verifier miss halved",
+        "one more retry per step",
+        "one fewer step (the last)",
+    }
+    # docs/model.md section 5, R2: the design itself succeeds with 0.757383.
+    assert round(frame.attrs["baseline"]["success"], 6) == 0.757383
+    expect = {
+        "p +1 point on every step": ({"p": 0.91}, _chain(0.91, 25, 3, 0.1)),
+        "verifier miss halved": ({"verifier.miss": 0.05}, _chain(0.9, 25, 3, 0.05)),
+        "one more retry per step": ({"retries.per_step": 4}, _chain(0.9, 25, 4, 0.1)),
+        "one fewer step (the last)": ({"steps": 24}, _chain(0.9, 24, 3, 0.1)),
+    }
+    for lever, (changes, success) in expect.items():
+        assert frame.loc[lever, "set"] == changes
+        assert frame.loc[lever, "success"] == pytest.approx(success, abs=1e-12)
+    assert frame.index[0] == "verifier miss halved"  # the ceiling binds: the verifier matters
+
+
+def test_every_lever_of_a_design_with_everything():
+    frame = levers(relsim.Scenario.from_toml(str(SCENARIO_DIR / "production_agent.toml")))
+    rows = dict(zip(frame["lever"], frame["set"]))
+    assert len(rows) == 14
+    assert rows["verifier miss halved"] == {"verifier.miss": 0.025}
+    assert rows["verifier false_reject halved"] == {"verifier.false_reject": 0.015}
+    assert rows["one more retry per step"] == {"retries.per_step": 3}
+    assert rows["task retry budget doubled"] == {"retries.total": 30}
+    assert rows["checkpoints twice as often"] == {"checkpoints.every": 5}
+    assert rows["one more rollback"] == {"checkpoints.rollbacks": 3}
+    assert rows["checkpoint misses halved"] == {"checkpoints.detect": 0.95}
+    assert rows["checkpoint false alarms halved"] == {"checkpoints.false_alarm": 0.01}
+    assert rows["confusion entered half as often"] == {"correlation.confusion.enter": 0.15}
+    assert rows["task effect halved"] == {"correlation.task_sd": 0.25}
+    assert rows["step effect halved"] == {"correlation.step_sd": 0.25}
+    # The hardest step is step 24 (p = 0.75): only it moves, by one point.
+    hardest = rows["p +1 point on the hardest step (step 24)"]["p"]
+    original = relsim.Scenario.from_toml(str(SCENARIO_DIR / "production_agent.toml")).p
+    assert [round(x - y, 12) for x, y in zip(hardest, original)] == [0.0] * 23 + [0.01] + [0.0] * 6
+    assert all(x == round(y + 0.01, 12) for x, y in zip(rows["p +1 point on every step"]["p"], original))
+    # One fewer step: the lists lose their last entry and the end stays checked (every = 10
+    # checked step 30; 29 is no multiple of 10, so at = [29]).
+    shorter = rows["one fewer step (the last)"]
+    assert shorter["steps"] == 29 and len(shorter["p"]) == 29 and len(shorter["cost.attempt"]) == 29
+    assert shorter["checkpoints.at"] == [29]
+
+
+def test_levers_that_do_not_apply_are_left_out():
+    perfect = {"steps": 1, "p": 1.0}
+    assert len(levers(perfect)) == 0
+    no_verifier = levers({"steps": 5, "p": 0.9})
+    assert list(no_verifier["lever"]) == ["one fewer step (the last)", "p +1 point on every step"]
+
+
+def test_infinite_costs_are_null_in_json(capsys, tmp_path):
+    path = tmp_path / "hopeless.toml"
+    path.write_text('steps = 2\np = [0.5, 0.0]\n', encoding="utf-8")
+    assert main(["levers", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["baseline"] == {"success": 0.0, "cost_per_success": None}
+    rows = {row["lever"]: row for row in data["levers"]}
+    every = rows["p +1 point on every step"]
+    assert every["set"] == {"p": [0.51, 0.01]}
+    assert every["success"] == pytest.approx(0.51 * 0.01)
+    assert every["delta_cost_per_success"] is None  # finite minus infinite: -inf, null in JSON
+    fewer = rows["one fewer step (the last)"]
+    assert fewer["success"] == 0.5 and fewer["cost_per_success"] == pytest.approx(2.0)
+
+
+def test_cli_json_matches_the_function(capsys):
+    assert main(["levers", str(SCENARIO_DIR / "verifier_ceiling.toml"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    frame = levers(relsim.Scenario.from_toml(str(SCENARIO_DIR / "verifier_ceiling.toml")))
+    assert [row["lever"] for row in data["levers"]] == list(frame["lever"])
+    for row, expected in zip(data["levers"], frame.to_dict("records")):
+        assert set(row) == set(COLUMNS)
+        assert row["set"] == expected["set"]
+        assert row["success"] == pytest.approx(expected["success"], abs=1e-15)
+
+
+def test_cli_text(capsys):
+    assert main(["levers", str(SCENARIO_DIR / "lesson_25_steps.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "exact success 0.975298" in out
+    for lever in levers(relsim.Scenario.from_toml(str(SCENARIO_DIR / "lesson_25_steps.toml")))["lever"]:
+        assert lever in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["levers", "no/such.toml"], "no/such.toml: cannot read"),
+        (["levers"], "the following arguments are required: SCENARIO"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_apply_sets_dotted_keys_and_validates():
+    s = apply(R2, {"verifier.false_reject": 0.1, "checkpoints.final": True})
+    assert s.verifier.false_reject == 0.1 and s.checkpoint_positions == (25,)
+    with pytest.raises(relsim.ScenarioError, match="verifier.miss: must be in"):
+        apply(R2, {"verifier.miss": 2})
+    with pytest.raises(relsim.ScenarioError, match="did you mean 'miss'"):
+        apply(R2, {"verifier.mis": 0.1})
+    with pytest.raises(ValueError, match="^changes: must be a mapping"):
+        apply(R2, [("steps", 3)])
+    assert math.isclose(relsim.evaluate(apply(R2, {})).success, relsim.evaluate(R2).success)
+
+
+def test_one_fewer_step_trims_every_per_step_list():
+    design = {
+        "steps": 3,
+        "p": [0.9, 0.8, 0.7],
+        "verifier": {"miss": [0.1, 0.2, 0.3], "false_reject": [0.0, 0.01, 0.02]},
+        "retries": {"per_step": [1, 2, 3]},
+        "checkpoints": {"at": [1, 2, 3], "detect": 0.5, "rollbacks": 1},
+        "cost": {"attempt": [1.0, 2.0, 3.0]},
+    }
+    rows = dict(zip(*(lambda f: (f["lever"], f["set"]))(levers(design))))
+    assert rows["one fewer step (the last)"] == {
+        "steps": 2,
+        "p": [0.9, 0.8],
+        "verifier.miss": [0.1, 0.2],
+        "verifier.false_reject": [0.0, 0.01],
+        "retries.per_step": [1, 2],
+        "cost.attempt": [1.0, 2.0],
+        "checkpoints.at": [1, 2],  # not a per-step list, though it has three entries
+    }
+    # The hardest step is the third (p = 0.7); "one more retry" raises each step's budget.
+    assert rows["p +1 point on the hardest step (step 3)"] == {"p": [0.9, 0.8, 0.71]}
+    assert rows["one more retry per step"] == {"retries.per_step": [2, 3, 4]}

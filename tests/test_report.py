@@ -1,0 +1,298 @@
+"""``relsim report``: the page's content, that it is self-contained, and a real browser's view.
+
+The browser test renders the page in headless Chromium from the operating system
+(``chromium-headless-shell`` or ``chromium``; ``.ci/run`` installs it when missing) and fails,
+never skips, when none is found. It checks the screenshot is not blank, every figure is laid
+out with a real size, and the console stays silent; each check has a negative control (a
+blank page, a page that logs an error) that must trip it.
+"""
+
+import html as html_module
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import relsim
+from relsim.cli import main
+from relsim.report import render
+
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+PRODUCTION = str(SCENARIO_DIR / "production_agent.toml")
+CEILING = str(SCENARIO_DIR / "verifier_ceiling.toml")
+LESSON = str(SCENARIO_DIR / "lesson_25_steps.toml")
+TRIALS = 20_000
+
+
+@pytest.fixture(scope="module")
+def production():
+    scenario = relsim.Scenario.from_toml(PRODUCTION)
+    return scenario, render(scenario, source=PRODUCTION, trials=TRIALS, seed=5)
+
+
+# ------------------------------------------------------------------------------ content
+def test_sections_and_figures_in_reading_order(production):
+    _, report = production
+    assert [s.id for s in report.sections] == [
+        "design", "outcome", "target", "levers", "compounding", "montecarlo"]
+    assert report.figures == ("outcome", "levers", "compounding", "retries", "convergence")
+    html = report.html
+    assert html.count("<svg") == len(report.figures)
+    for name in report.figures:
+        assert f'<figure id="figure-{name}" data-figure="{name}">' in html
+    positions = [html.index(f'<section id="{s.id}">') for s in report.sections]
+    assert positions == sorted(positions)
+    assert report.to_dict()["figures"] == list(report.figures)
+    frame = report.to_frame()
+    assert list(frame["id"]) == [s.id for s in report.sections]
+    assert sum(len(f) for f in frame["figures"]) == len(report.figures)
+
+
+def test_page_is_self_contained(production):
+    html = production[1].html
+    lowered = html.lower()
+    for forbidden in ("<script", "<link", "<img", "<iframe", "<object", "@import", " src="):
+        assert forbidden not in lowered, forbidden
+    assert all(ref.startswith("#") for ref in re.findall(r'href="([^"]*)"', html))
+    assert all(ref.startswith("#") for ref in re.findall(r"url\(([^)]*)\)", html))
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), "figures share element ids"
+    assert "@media print" in html
+
+
+def test_numbers_on_the_page_come_from_the_engines(production):
+    scenario, report = production
+    html = report.html
+    exact = relsim.evaluate(scenario)
+    assert f"{exact.success:.6g}" in html and f"{exact.silent_failure:.6g}" in html
+    assert "Target 0.9 NOT met" in html and report.meets_target is False
+    # The planner's answers, in the target table.
+    plan = relsim.plan.retries(scenario, target=0.9)
+    assert f'<td class="wrap">least retries per step</td><td class="num">{plan.value}</td>' in html
+    # The Monte Carlo check: the same seed reproduces the run; z is (estimate - exact) / se.
+    run = relsim.simulate(scenario, trials=TRIALS, seed=5)
+    z = (run.success - exact.success) / run.standard_errors["success"]
+    assert f"{z:.6g}" in html
+    assert abs(z) < 5 and "agree: |z| &lt; 5" in html
+    # Every lever is named in the tornado chart (its text is text inside the SVG).
+    levers_svg = html.split('data-figure="levers"', 1)[1].split("</svg>", 1)[0]
+    texts = {html_module.unescape(t) for t in re.findall(r">([^<]*)</text>", levers_svg)}
+    assert set(relsim.levers.levers(scenario)["lever"]) <= texts
+
+
+def test_target_met_and_no_target():
+    lesson = render(relsim.Scenario.from_toml(LESSON), source=LESSON, trials=0)
+    assert lesson.meets_target is True and "Target 0.95 met" in lesson.html
+    assert "montecarlo" not in [s.id for s in lesson.sections]  # trials = 0 leaves it out
+    untargeted = render({"steps": 5, "p": 0.9}, trials=0)
+    assert untargeted.meets_target is None
+    assert "No target is set" in untargeted.html
+    assert untargeted.figures == ("outcome", "levers", "compounding")  # no verifier: no ceiling
+
+
+def test_infeasible_target_says_why():
+    report = render(relsim.Scenario.from_toml(CEILING), source=CEILING, trials=0)
+    plan = relsim.plan.retries(relsim.Scenario.from_toml(CEILING), target=0.95)
+    assert not plan.feasible
+    assert html_module.escape(plan.reason) in report.html
+
+
+def test_user_text_is_escaped():
+    report = render({"name": "<script>alert(1)</script>", "steps": 3, "p": 0.9}, trials=0)
+    assert "<script" not in report.html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in report.html
+
+
+def test_one_section_is_one_function():
+    from relsim.report import SECTIONS, Section
+
+    def extra(ctx):
+        return Section("extra", "An extra section", f"<p>{ctx.scenario.steps} steps</p>")
+
+    report = render({"steps": 4, "p": 0.9}, trials=0, sections=(*SECTIONS, extra))
+    assert report.sections[-1].id == "extra" and "<p>4 steps</p>" in report.html
+    assert '<a href="#extra">An extra section</a>' in report.html
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"trials": -1}, "trials: must be an integer >= 0, got -1"),
+        ({"seed": 1.5}, "seed: must be an integer >= 0, got 1.5"),
+        ({"target": 0}, r"target: must be a number in (0, 1], got 0"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(relsim.errors.RelsimError) as caught:
+        render({"steps": 2, "p": 0.9}, **kwargs)
+    assert str(caught.value) == message
+
+
+# ---------------------------------------------------------------------------------- CLI
+def test_cli_writes_the_page_and_exits_with_the_verdict(tmp_path, capsys):
+    out = tmp_path / "lesson.html"
+    assert main(["report", LESSON, "-o", str(out), "--trials", "2000", "--seed", "3"]) == 0
+    assert "target met" in capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "--seed 3" in page
+    # Not met: the page is still written, exit 3.
+    out2 = tmp_path / "ceiling.html"
+    assert main(["report", CEILING, "-o", str(out2), "--trials", "0"]) == 3
+    assert out2.exists()
+    # --target overrides the file's.
+    assert main(["report", CEILING, "-o", str(out2), "--trials", "0", "--target", "0.7"]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["report", "no/such.toml", "-o", "x.html"], "no/such.toml: cannot read"),
+        (["report", LESSON], "the following arguments are required: -o/--output"),
+        (["report", LESSON, "-o", "x.html", "--trials", "-3"], "--trials: must be an integer >= 0"),
+        (["report", LESSON, "-o", "/no/such/dir/x.html", "--trials", "0"], "No such file or directory"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------ a real browser
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--enable-logging=stderr", "--v=0",
+)
+# A probe appended to a *copy* of the page (the report itself has no script): it writes the
+# laid-out size of every figure into the DOM, which --dump-dom then prints.
+PROBE = """<script>
+var sizes = {};
+document.querySelectorAll("figure[data-figure]").forEach(function (f) {
+  var box = f.querySelector("svg").getBoundingClientRect();
+  sizes[f.dataset.figure] = [box.width, box.height];
+});
+var pre = document.createElement("pre"); pre.id = "relsim-probe";
+pre.textContent = JSON.stringify(sizes); document.body.appendChild(pre);
+</script>"""
+
+
+def _browser() -> str:
+    given = os.environ.get("RELSIM_BROWSER")
+    candidates = [given] if given else [shutil.which(name) for name in BROWSERS]
+    candidates += [f"/usr/bin/{name}" for name in BROWSERS]
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.fail(
+        "no headless Chromium found: install one (apt-get install -y chromium-headless-shell, "
+        "or chromium; .ci/run does this) or set RELSIM_BROWSER to its path"
+    )
+
+
+def _chromium(page: Path, tmp_path: Path, *action: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
+    command = [_browser(), *FLAGS, f"--user-data-dir={profile}", "--window-size=1100,1400",
+               *action, page.resolve().as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def _screenshot(page: Path, tmp_path: Path) -> tuple[np.ndarray, str]:
+    import matplotlib.image
+
+    shot = tmp_path / f"{page.stem}.png"
+    done = _chromium(page, tmp_path, f"--screenshot={shot}")
+    assert shot.exists(), f"no screenshot: {done.stderr[-2000:]}"
+    return matplotlib.image.imread(shot), done.stderr
+
+
+def _console(stderr: str) -> list[str]:
+    """Console messages and uncaught errors Chromium logged (the report should log none)."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+@pytest.mark.slow
+def test_report_in_a_real_browser(tmp_path):
+    report = render(relsim.Scenario.from_toml(PRODUCTION), source=PRODUCTION, trials=TRIALS, seed=5)
+    page = tmp_path / "report.html"
+    page.write_text(report.html, encoding="utf-8")
+
+    pixels, stderr = _screenshot(page, tmp_path)
+    assert pixels.shape[0] >= 1000 and pixels.shape[1] >= 1000
+    assert pixels[..., :3].std() > 0.05, "the screenshot is blank"
+    assert _console(stderr) == []
+
+    probed = tmp_path / "probed.html"
+    probed.write_text(report.html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(probed, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    sizes = json.loads(re.search(r'<pre id="relsim-probe">(.*?)</pre>', dom.stdout).group(1))
+    assert list(sizes) == list(report.figures)
+    for name, (width, height) in sizes.items():
+        assert width > 300 and height > 150, f"figure {name} is not shown ({width} x {height})"
+
+    # Printable: Chromium prints it to a PDF of several pages.
+    pdf = tmp_path / "report.pdf"
+    printed = _chromium(page, tmp_path, f"--print-to-pdf={pdf}", "--no-pdf-header-footer")
+    assert pdf.exists(), printed.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 3
+
+
+@pytest.mark.slow
+def test_browser_checks_catch_a_blank_page_and_a_console_error(tmp_path):
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>", encoding="utf-8")
+    pixels, stderr = _screenshot(blank, tmp_path)
+    assert pixels[..., :3].std() <= 0.05
+    noisy = tmp_path / "noisy.html"
+    noisy.write_text(
+        '<!DOCTYPE html><html><body><p>x</p><script>console.error("relsim-boom")</script></body></html>',
+        encoding="utf-8",
+    )
+    _, stderr = _screenshot(noisy, tmp_path)
+    assert any("relsim-boom" in line for line in _console(stderr))
+
+
+def test_the_parser_stays_light():
+    # Every command builds the whole parser; `relsim solve` must not pay for the report.
+    code = (
+        "import sys, relsim.cli; relsim.cli.build_parser(); "
+        "print(sorted({'relsim.report', 'relsim.levers', 'matplotlib', 'pandas'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_time_section_without_time_tables(production):
+    assert "time" not in [s.id for s in production[1].sections]
+
+
+def test_time_section_from_the_timeline_engine():
+    timeline = pytest.importorskip("relsim.timeline", reason="the timeline engine has not landed")
+    design = {"steps": 5, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
+              "timing": {"attempt": 8, "verify": 2, "deadline": 60}}
+    report = render(design, trials=3_000, seed=4)
+    assert report.sections[-1].id == "time"
+    assert report.figures[-3:] == ("time-split", "durations", "gantt")
+    run = timeline.simulate_timeline(design, trials=2_000, seed=4)  # the section's run
+    html = report.html
+    assert "plays 2000 trials (seed 4)" in html
+    for value in (run.success, run.timeout, run.duration["p90"]):
+        assert f'<td class="num">{value:.6g}</td>' in html
+    # Constant durations (docs/model.md section 7): a trial lasts 10 s per attempt, so those
+    # that need more than 6 attempts time out at the 60 s deadline.
+    assert 0 < run.timeout < 1 and run.duration["p99"] <= 60
+    durations_svg = html.split('data-figure="durations"', 1)[1].split("</svg>", 1)[0]
+    assert ">deadline 60 s<" in durations_svg and ">all 2000 trials<" in durations_svg
