@@ -17,6 +17,8 @@ _EXPORTS = {
     "formulas": "relsim.formulas",
     "plan": "relsim.plan",
     "evalstats": "relsim.evalstats",
+    "plot": "relsim.plot",
+    "report": "relsim.report",
     "RelsimError": "relsim.errors",
     "Scenario": "relsim.scenario",
     "ScenarioError": "relsim.scenario",

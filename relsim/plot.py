@@ -15,7 +15,7 @@ function                          what it draws
 :func:`required_accuracy`         the per-step success a target needs, :math:`T^{1/n}`
 :func:`outcome_split`             stacked bars of success / silent / detected (/ timeout /
                                   infra) for several results
-:func:`levers`                    a tornado chart of :func:`relsim.levers.levers`'s table
+:func:`levers`                    a tornado chart of :func:`relsim.plan.levers`'s table
 :func:`convergence`               the running Monte Carlo estimate of success against the
                                   exact value, with a band of 5 standard errors
 :func:`pass_k`                    pass@k and pass^k against k with their intervals
@@ -273,7 +273,7 @@ def levers(frame: "pd.DataFrame", *, ax: "Axes | None" = None) -> "Axes":
     Parameters
     ----------
     frame : pandas.DataFrame
-        :func:`relsim.levers.levers`'s table (needs the columns ``lever`` and
+        :func:`relsim.plan.levers`'s table (needs the columns ``lever`` and
         ``delta_success``).
     ax : matplotlib Axes, optional
     """

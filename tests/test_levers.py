@@ -1,4 +1,4 @@
-"""relsim.levers and ``relsim levers``: every row re-evaluated from its own ``set``.
+"""relsim.plan.levers and ``relsim levers``: every row re-evaluated from its own ``set``.
 
 Each row's ``set`` is applied here by a helper of the test's own (scenario dict, nested keys,
 ``Scenario.from_dict``) and evaluated again; chain rows are also checked against the closed
@@ -14,7 +14,8 @@ import pytest
 
 import relsim
 from relsim.cli import main
-from relsim.levers import COLUMNS, apply, levers
+from relsim.plan import levers
+from relsim.plan.sensitivity import COLUMNS, apply
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 SCENARIOS = sorted(str(path) for path in SCENARIO_DIR.glob("*.toml"))
@@ -23,7 +24,7 @@ R2 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 
 
 
 def _set(data, changes):
-    """The scenario dict with each dotted key set (the test's own, not relsim.levers.apply)."""
+    """The scenario dict with each dotted key set (the test's own, not relsim.plan.sensitivity.apply)."""
     out = copy.deepcopy(data)
     for dotted, value in changes.items():
         *tables, key = dotted.split(".")

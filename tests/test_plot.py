@@ -20,7 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 import relsim  # noqa: E402
 from relsim import plot  # noqa: E402
 from relsim.errors import RelsimError  # noqa: E402
-from relsim.levers import levers as levers_table  # noqa: E402
+from relsim.plan import levers as levers_table  # noqa: E402
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -83,7 +83,7 @@ def test_numbers_on_the_page_come_from_the_engines(production):
     # Every lever is named in the tornado chart (its text is text inside the SVG).
     levers_svg = html.split('data-figure="levers"', 1)[1].split("</svg>", 1)[0]
     texts = {html_module.unescape(t) for t in re.findall(r">([^<]*)</text>", levers_svg)}
-    assert set(relsim.levers.levers(scenario)["lever"]) <= texts
+    assert set(relsim.plan.levers(scenario)["lever"]) <= texts
 
 
 def test_target_met_and_no_target():
@@ -269,7 +269,7 @@ def test_the_parser_stays_light():
     # Every command builds the whole parser; `relsim solve` must not pay for the report.
     code = (
         "import sys, relsim.cli; relsim.cli.build_parser(); "
-        "print(sorted({'relsim.report', 'relsim.levers', 'matplotlib', 'pandas'} & set(sys.modules)))"
+        "print(sorted({'relsim.report', 'relsim.plan.sensitivity', 'matplotlib', 'pandas'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,7 +5,7 @@
     relsim levers SCENARIO.toml [--json]
 
 Evaluates every single change that applies to the scenario (a point more ``p``, the
-verifier's errors halved, one more retry, ...; see :mod:`relsim.levers`) with the exact engine
+verifier's errors halved, one more retry, ...; see :mod:`relsim.plan.sensitivity`) with the exact engine
 and prints them sorted by the gain in success, with the cost per success each leads to.
 ``--json``: ``{"baseline": {success, cost_per_success}, "levers": [rows]}``, each row with
 ``lever``, ``set`` (dotted scenario keys to new values), ``success``, ``delta_success``,
@@ -37,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from relsim.levers import levers
+    from relsim.plan import levers
     from relsim.scenario import Scenario
 
     scenario = Scenario.from_toml(args.scenario)
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_levers(table: Any, title: str, steps: int) -> str:
-    """The readable table of :func:`relsim.levers.levers`."""
+    """The readable table of :func:`relsim.plan.levers`."""
     baseline = table.attrs["baseline"]
     lines = [
         f"{title}: {steps} steps, exact success {baseline['success']:.6f}, "

@@ -14,6 +14,9 @@ p             the least uniform per-attempt success ``p``
 checkpoints   the spacing ``every = k`` of least expected cost
 ============  ===========================================================================
 
+:func:`levers` answers the reviewer's question "which single change buys the most?": one row
+per change that applies to the scenario, evaluated exactly.
+
 A plan is feasible when the exact success is at least ``target - 1e-12`` (the slack absorbs
 rounding only). When no value reaches the target, the plan says so (``feasible=False``), gives
 the ceiling (the best success the planned quantity can buy), the constraint that binds and the
@@ -42,7 +45,8 @@ Where things are (modules are named apart from the planners, so that importing o
 shadows a function of this namespace): ``chain`` (the closed-form chain planner), ``budgets``
 (:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
 (:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``search`` (the search methods),
-``binding`` (which constraint binds), ``diagnosis`` (the reasons and remedies as message
+``binding`` (which constraint binds), ``sensitivity`` (:func:`levers`, the single changes
+that move success), ``diagnosis`` (the reasons and remedies as message
 templates keyed by cause), ``result`` (:class:`Plan`) and ``_common`` (tolerances, limits,
 scenario transformations). Submodules load on first use, so ``relsim solve`` in flag form
 imports only the chain planner.
@@ -69,6 +73,7 @@ _EXPORTS = {
     "checkpoints": "relsim.plan.spacing",
     "ChainPlan": "relsim.plan.chain",
     "plan_chain": "relsim.plan.chain",
+    "levers": "relsim.plan.sensitivity",
 }
 
 __all__ = sorted([*_EXPORTS, "solve"])

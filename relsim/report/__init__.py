@@ -144,8 +144,13 @@ def render(
 
 def write(report: Report, path: str | Path) -> Path:
     """Write ``report``'s page to ``path`` (UTF-8) and return the path."""
+    from relsim.errors import RelsimError
+
     path = Path(path)
-    path.write_text(report.html, encoding="utf-8")
+    try:
+        path.write_text(report.html, encoding="utf-8")
+    except OSError as error:  # a path the user gave: bad input, not a bug
+        raise RelsimError(f"{path}: cannot write: {error.strerror or error}") from None
     return path
 
 

@@ -56,7 +56,7 @@ class Context:
 
     @cached_property
     def levers(self) -> "pd.DataFrame":
-        from relsim.levers import levers
+        from relsim.plan import levers
 
         return levers(self.scenario)
 
@@ -103,7 +103,7 @@ def outcome(ctx: Context) -> Section:
     best = ctx.levers.iloc[0] if len(ctx.levers) and ctx.levers.iloc[0]["delta_success"] > 0 else None
     if best is not None:
         from relsim.exact import evaluate
-        from relsim.levers import apply
+        from relsim.plan.sensitivity import apply
 
         results[f"with: {best['lever']}"] = evaluate(apply(ctx.scenario, best["set"]))
     from relsim import plot
