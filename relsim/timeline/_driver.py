@@ -178,7 +178,8 @@ class _Run:
             fleet = self._fleet(env)
             env.process(self._source(fleet, ((k, next(self.arrivals)) for k in range(self.trials))))
             self._loop(env, fleet)
-        self._report()
+        if not self.flag.is_set:  # after a Ctrl-C the bar is not told any more
+            self._report()
 
     def _fleet(self, env: Any) -> Fleet:
         self.env = env
