@@ -172,8 +172,8 @@ def _summary(scenario: Any, path: str, out: Any) -> str:
         f"{_share(u['reviewers']):>11}"
     )
     lines.append("")
-    lines.append(f"makespan             {_number(out.makespan)} s")
-    lines.append(f"throughput           {_number(out.throughput_per_hour)} trials/hour")
+    lines.append(f"makespan             {out.makespan:,.0f} s ({out.makespan / 3600:,.1f} h)")
+    lines.append(f"throughput           {_number(out.throughput_per_hour)} trials per hour")
     lines.append(f"successes            {_number(out.successes_per_hour)} per hour")
     return "\n".join(lines)
 

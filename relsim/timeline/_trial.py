@@ -203,8 +203,11 @@ def _wait(env: Any, trial: Trial, seconds: float) -> Any:
 
 
 def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kind: str,
-              outcome: str, seconds: float) -> Any:
-    """One LLM call: rate budget (FIFO), then an LLM slot (FIFO) held for ``seconds``."""
+              outcome: str, seconds: float, charge: float | None) -> Any:
+    """One LLM call: rate budget (FIFO), then an LLM slot (FIFO) held for ``seconds``.
+
+    ``charge`` (an attempt's cost) is booked with the attempt when the call starts, after
+    the waits: a trial stopped while it queues has not made that attempt."""
     log = trial.log
     gate = fleet.gate
     if gate is not None:
@@ -228,6 +231,9 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
             log(trial, "acquire", step, attempt, "rate_limit", None)
     slots = fleet.llm
     if slots is None:
+        if charge is not None:
+            trial.attempts += 1
+            trial.cost += charge
         if log:
             log(trial, kind, step, attempt, "llm", outcome)
         if seconds > 0.0:
@@ -245,6 +251,9 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         yield request
         granted = env.now
         trial.wait_llm += granted - since
+        if charge is not None:
+            trial.attempts += 1
+            trial.cost += charge
         if log:
             log(trial, "acquire", step, attempt, "llm", None)
             log(trial, kind, step, attempt, "llm", outcome)
@@ -327,17 +336,15 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 accepted = random() < (1.0 - m.false_reject[i] if correct else m.miss[i])
             else:
                 accepted = True
-            trial.attempts += 1
-            trial.cost += m.attempt_cost[i]
-            # the attempt: always an LLM call
+            # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
             seconds = _draw(m.attempt_time[i], clock)
             yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
-                                 "correct" if correct else "wrong", seconds)
+                                 "correct" if correct else "wrong", seconds, m.attempt_cost[i])
             if m.has_verifier:
                 verdict = "accept" if accepted else "reject"
                 seconds = _draw(m.verify_time, clock)
                 if llm_verify:
-                    yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds)
+                    yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                 else:
                     if log:
                         log(trial, "verify", step, j + 1, None, verdict)
