@@ -42,7 +42,7 @@ class Duration:
     --------
     >>> d = Duration.lognormal(8, 30)
     >>> round(d.sigma, 6), round(d.mean, 4)
-    (0.803567, 11.0349)
+    (0.80357, 11.0486)
     >>> Duration.parse(2).to_file(), d.to_file()
     (2.0, {'median': 8.0, 'p95': 30.0})
     """
