@@ -298,8 +298,6 @@ def validate(s: Any) -> None:
         if r.tokens is not None:
             _set(r, "tokens", _listed(r.tokens, "resources.tokens", n,
                                       lambda v, k: _nonnegative(v, k)))
-        if r.tokens is not None and r.tpm is None:
-            raise ScenarioError("resources.tokens: used only with resources.tpm (no token limit is set)")
         if r.tpm is not None:
             if r.tokens is None:
                 raise ScenarioError("resources.tokens: needed with resources.tpm (tokens per LLM call)")
@@ -321,10 +319,6 @@ def validate(s: Any) -> None:
             if r.reviewers is None:
                 raise ScenarioError("resources.review: times a human review, but resources.reviewers is not set")
 
-    if r is not None and r.reviewers is not None and not human:
-        raise ScenarioError(
-            "resources.reviewers: a reviewer pool needs a human gate (checkpoints.human = true)"
-        )
     if human:
         if r is None or r.reviewers is None:
             raise ScenarioError("checkpoints.human: true needs resources.reviewers (the reviewer pool)")

@@ -313,6 +313,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     seg_tainted = doomed = False
     retries_used = rollbacks_used = 0
     llm_verify = m.verifier_calls_llm
+    direct = fleet.gate is None and fleet.llm is None
     while True:
         if i == n:
             return SILENT if (seg_tainted or doomed) else SUCCESS
@@ -337,17 +338,27 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
             else:
                 accepted = True
             # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
-            seconds = _draw(m.attempt_time[i], clock)
-            yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
-                                 "correct" if correct else "wrong", seconds, m.attempt_cost[i])
+            spec = m.attempt_time[i]
+            seconds = spec if spec.__class__ is float else spec(clock)
+            if direct:  # no rate limit, no LLM slots: the call is just its time
+                trial.attempts += 1
+                trial.cost += m.attempt_cost[i]
+                if log:
+                    log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                if seconds > 0.0:
+                    yield _wait(env, trial, seconds)
+            else:
+                yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
+                                     "correct" if correct else "wrong", seconds, m.attempt_cost[i])
             if m.has_verifier:
                 verdict = "accept" if accepted else "reject"
-                seconds = _draw(m.verify_time, clock)
-                if llm_verify:
+                spec = m.verify_time
+                seconds = spec if spec.__class__ is float else spec(clock)
+                if llm_verify and not direct:
                     yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                 else:
                     if log:
-                        log(trial, "verify", step, j + 1, None, verdict)
+                        log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
                     if seconds > 0.0:
                         yield _wait(env, trial, seconds)
             if accepted:
