@@ -2,9 +2,9 @@
 
 Every statistical check uses a fixed seed and a tolerance of 5 standard errors computed from
 the run itself, and has a negative control: the same run compared with a wrong parameter's
-value must fail the same check. The reference numbers come from MODEL.md's table (section 5),
-closed forms computed here from the attempt-count distribution of a plain chain, Erlang C's
-formula, and the token bucket's arithmetic; none is produced by the engine.
+value must fail the same check. The reference numbers come from the reference table of
+docs/model.md section 5, closed forms computed here from the attempt-count distribution of a
+plain chain, Erlang C's formula, and the token bucket's arithmetic; none from the engine.
 """
 
 from __future__ import annotations
