@@ -209,6 +209,35 @@ def test_tpm_bucket_caps_the_token_rate():
     assert out.wait["rate_limit"] == pytest.approx(np.mean(starts))
 
 
+def test_model_graded_verifications_are_llm_calls_too():
+    # verifier_calls_llm: each trial makes 2 calls (attempt, then verification) under rpm 60
+    scenario = {"steps": 1, "p": 1.0, "verifier": {}, "timing": {"attempt": 1, "verify": 1},
+                "resources": {"rpm": 60, "verifier_calls_llm": True}}
+    out = simulate_timeline(scenario, 100, seed=0, record=100)
+    calls = out.events[(out.events.kind == "acquire") & (out.events.resource == "rate_limit")]
+    assert len(calls) == 200
+    np.testing.assert_allclose(np.sort(calls.time.to_numpy()), np.maximum(0.0, np.arange(200) - 59.0),
+                               atol=1e-6)
+
+
+def test_backoffs_and_checkpoint_checks_add_their_time():
+    # constant durations: a trial lasts 10 s per attempt, min(3, 2^(j-1)) s before its j-th
+    # retry of a step execution, and 4 s per automatic check
+    scenario = {**CHAIN, "checkpoints": {"every": 2, "detect": 0.5, "rollbacks": 1},
+                "timing": {"attempt": 7, "verify": 3, "checkpoint": 4,
+                           "backoff": {"base": 1, "factor": 2, "max": 3}}}
+    out = simulate_timeline(scenario, 1500, seed=6, record=1500)
+    ev = out.events
+    length = ev[ev.kind == "end"].set_index("trial").time - ev[ev.kind == "arrive"].set_index("trial").time
+    retries = ev[ev.kind == "backoff"]
+    waits = np.minimum(3.0, 2.0 ** (retries.attempt.astype(float) - 2)).groupby(retries.trial).sum()
+    expected = (10.0 * ev[ev.kind == "attempt"].groupby("trial").size()
+                + 4.0 * ev[ev.kind == "checkpoint"].groupby("trial").size().reindex(length.index, fill_value=0)
+                + waits.reindex(length.index, fill_value=0.0))
+    np.testing.assert_allclose(length.to_numpy(), expected.to_numpy(), atol=1e-9)
+    assert (ev.kind == "rollback").any() and len(retries) > 0  # both mechanisms were exercised
+
+
 def test_llm_slots_and_agents_queue_fifo():
     # 2 LLM slots, 10 s calls, 6 trials at once: starts 0, 0, 10, 10, 20, 20
     scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 10}, "resources": {"llm_concurrency": 2}}
