@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import test_reference_values
 from relsim import Scenario, TimelineOutcome, evaluate, simulate_timeline
 
 SIGMAS = 5.0
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def _close(estimate: float, se: float, expected: float, trials: int) -> bool:
@@ -250,7 +252,7 @@ def test_llm_slots_and_agents_queue_fifo():
 
 # ---------------------------------------------------------------- results and seeds
 def test_same_seed_same_numbers_and_the_result_shape():
-    scenario = Scenario.from_toml("scenarios/support_reviewers.toml")
+    scenario = Scenario.from_toml(SCENARIOS / "support_reviewers.toml")
     a = simulate_timeline(scenario, 300, seed=4)
     b = simulate_timeline(scenario, 300, seed=4)
     c = simulate_timeline(scenario, 300, seed=5)

@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -152,7 +153,7 @@ def test_ready_scenarios_run_from_a_fresh_process():
         out = subprocess.run(
             [sys.executable, "-m", "relsim", "timeline", f"scenarios/{name}.toml", "--trials", "40",
              "--seed", "1", "--json"],
-            capture_output=True, text=True,
+            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
         )
         assert out.returncode == 0 and out.stderr == "", out.stderr
         assert json.loads(out.stdout)["trials"] == 40
