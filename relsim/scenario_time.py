@@ -67,8 +67,10 @@ class Duration:
     @classmethod
     def parse(cls, data: Any, key: str = "duration") -> "Duration":
         """A duration from its file spelling (a number or a table), validated."""
-        if isinstance(data, Duration):
-            return data
+        if isinstance(data, Duration):  # built in Python: checked like its file spelling
+            if data.kind not in _KINDS:
+                raise invalid(f"{key}.kind", ", ".join(f'"{k}"' for k in _KINDS), data.kind, ScenarioError)
+            return cls.parse(data.to_file(), key)
         if isinstance(data, Mapping):
             _check_keys(data, ("median", "p95", "mean"), key)
             if "mean" in data:
