@@ -32,6 +32,14 @@ _EXPORTS = {
     "SimulatedOutcome": "relsim.results",
     "evaluate": "relsim.exact",
     "simulate": "relsim.montecarlo",
+    "simulate_timeline": "relsim.timeline",
+    "TimelineOutcome": "relsim.timeline",
+    "Timing": "relsim.scenario_time",
+    "Fleet": "relsim.scenario_time",
+    "Resources": "relsim.scenario_time",
+    "Infra": "relsim.scenario_time",
+    "Duration": "relsim.scenario_time",
+    "Backoff": "relsim.scenario_time",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

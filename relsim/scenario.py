@@ -78,6 +78,7 @@ class Checkpoints:
     detect: float = 1.0
     false_alarm: float = 0.0
     rollbacks: int = 0
+    human: bool = False  # every check a human gate (docs/model.md section 7)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,12 @@ class Scenario:
     checkpoints: Checkpoints | None = None
     correlation: Correlation = field(default_factory=Correlation)
     cost: Cost = field(default_factory=Cost)
+    # The time tables of docs/model.md section 7 (relsim.scenario_time); only the timeline
+    # engine reads them.
+    timing: "Timing | None" = None
+    fleet: "Fleet | None" = None
+    resources: "Resources | None" = None
+    infra: "Infra | None" = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -193,6 +200,9 @@ class Scenario:
         cost = _table_dict(self.cost)
         if cost:
             out["cost"] = cost
+        from relsim import scenario_time
+
+        out.update(scenario_time.to_dict(self))
         return out
 
     # ------------------------------------------------------------- per-step arrays for engines
@@ -269,7 +279,8 @@ _TABLES: dict[str, type] = {
     "correlation": Correlation,
     "cost": Cost,
 }
-_TOP_KEYS = ("name", "steps", "p", "target", *_TABLES)
+_TIME_TABLES = ("timing", "fleet", "resources", "infra")  # relsim.scenario_time
+_TOP_KEYS = ("name", "steps", "p", "target", *_TABLES, *_TIME_TABLES)
 
 
 def _all_keys() -> dict[str, str]:
@@ -280,6 +291,10 @@ def _all_keys() -> dict[str, str]:
             where.setdefault(f.name, f"{table}.{f.name}")
     for f in fields(Confusion):
         where.setdefault(f.name, f"correlation.confusion.{f.name}")
+    from relsim import scenario_time
+
+    for key, path in scenario_time.key_paths().items():
+        where.setdefault(key, path)
     return where
 
 
@@ -335,6 +350,12 @@ def _from_mapping(data: Mapping[str, Any]) -> Scenario:
     for name, cls in _TABLES.items():
         if name in data:
             kwargs[name] = _table(data, name, cls, name)
+    if set(_TIME_TABLES) & set(data):
+        from relsim import scenario_time
+
+        for name in _TIME_TABLES:
+            if name in data:
+                kwargs[name] = scenario_time.parse(name, data[name])
     if "retries" in kwargs and "verifier" not in kwargs:
         raise ScenarioError(
             "retries: needs a [verifier]: without one no attempt is rejected, so retries never run"
@@ -390,6 +411,8 @@ def _validate(s: Scenario) -> None:
         _set(c, "detect", _probability(c.detect, "checkpoints.detect"))
         _set(c, "false_alarm", _probability(c.false_alarm, "checkpoints.false_alarm"))
         _set(c, "rollbacks", _integer(c.rollbacks, "checkpoints.rollbacks", low=0, high=MAX_ROLLBACKS))
+        if not isinstance(c.human, bool):
+            raise ScenarioError(f"checkpoints.human: must be true or false, got {_show(c.human)}")
         if not _checkpoint_positions(c, n):
             given = [f"every = {c.every} exceeds steps = {n}"] if c.every is not None else []
             given += ["at is empty"] if not c.at else []
@@ -422,6 +445,12 @@ def _validate(s: Scenario) -> None:
     if (cost.checkpoint > 0 or cost.rollback > 0) and s.checkpoints is None:
         key = "cost.checkpoint" if cost.checkpoint > 0 else "cost.rollback"
         raise ScenarioError(f"{key}: is charged at checkpoints, but there is no [checkpoints]")
+    if any(getattr(s, name) is not None for name in _TIME_TABLES) or (
+        s.checkpoints is not None and s.checkpoints.human
+    ):
+        from relsim import scenario_time
+
+        scenario_time.validate(s)
 
 
 def _checkpoint_positions(c: Checkpoints | None, n: int) -> tuple[int, ...]:

@@ -23,6 +23,7 @@ COMMANDS = {
     "table": "relsim.cli.table",
     "evaluate": "relsim.cli.evaluate",
     "simulate": "relsim.cli.simulate",
+    "timeline": "relsim.cli.timeline",
     "analyze": "relsim.cli.trials",
     "compare": "relsim.cli.trials",
     "power": "relsim.cli.trials",

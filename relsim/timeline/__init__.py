@@ -1,0 +1,14 @@
+"""The timeline engine: docs/model.md section 7 on simpy.
+
+``simulate_timeline(scenario, trials, seed)`` runs each trial as a simpy process with section
+3's draws and decisions and the time tables' waits between them (agent slots, LLM slots and
+reviewers as simpy resources; the rpm and tpm limits as token buckets; the deadline and the
+crash clock as interrupts), and returns a :class:`TimelineOutcome`.
+"""
+
+from __future__ import annotations
+
+from relsim.timeline._driver import CHUNK_TRIALS, simulate_timeline
+from relsim.timeline._result import EVENT_COLUMNS, PROPORTIONS, TimelineOutcome
+
+__all__ = ["CHUNK_TRIALS", "EVENT_COLUMNS", "PROPORTIONS", "TimelineOutcome", "simulate_timeline"]

@@ -1,0 +1,458 @@
+"""The timeline driver: arrivals, the agent queue, seeding, the event loop and the tally.
+
+Trial ``k`` draws from ``SeedSequence(seed, spawn_key=(0, k))`` (two ``random.Random``
+streams seeded from it: decisions and time), the arrivals from ``spawn_key=(1,)``, so a
+trial's draws depend on its index only, never on the order in which the fleet runs it.
+
+Memory stays bounded by what runs at once: with ``fleet.agents`` one dispatcher process holds
+the FIFO queue as an index into the arrival sequence (a trial becomes a simpy process only
+when it gets its slot); when trials share nothing they run in environments of
+``CHUNK_TRIALS`` trials each; only a shared resource with unlimited agents and batch arrivals
+makes every trial live at once, because then they really do run at once.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
+import signal
+import threading
+import warnings
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from relsim.errors import invalid
+from relsim.intervals import binomial_se, normal_interval, wilson
+from relsim.scenario import Scenario, as_scenario
+from relsim.timeline._result import EVENT_COLUMNS, PROPORTIONS, TimelineOutcome, per_hour
+from relsim.timeline._trial import (
+    OUTCOME_NAMES,
+    TIMEOUT,
+    Fleet,
+    Model,
+    Trial,
+    arm_stops,
+    run_trial,
+)
+
+#: Trials per environment when trials share nothing (bounds memory; changes no number).
+CHUNK_TRIALS = 4096
+
+#: simpy events between two looks at Ctrl-C and the progress callback.
+_POLL_EVENTS = 4096
+
+_PERCENTS = (50, 90, 99)
+
+
+def simulate_timeline(
+    scenario: Scenario | Mapping[str, Any],
+    trials: int,
+    seed: int | np.random.SeedSequence | None = None,
+    record: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> TimelineOutcome:
+    r"""Run ``trials`` trials of a scenario in time, on simpy (docs/model.md section 7).
+
+    Each trial is one simpy process that makes section 3's draws and decisions and spends
+    time between them: it arrives (batch: at 0; Poisson: gaps ~ Exp(rate_per_hour / 3600)),
+    waits FIFO for an agent slot, runs its attempts as LLM calls (rate budget from the rpm
+    and tpm token buckets, then an LLM slot), verifications, backoffs and checkpoint checks
+    (a human gate holds a reviewer), and ends as section 3 says unless its deadline passes
+    (``timeout``) or its crash clock, started with its agent slot, rings (``infra_failure``)
+    first; either interrupt releases all it holds at once.
+
+    The shares are outcome frequencies with binomial standard errors
+    :math:`\sqrt{\hat p(1-\hat p)/N}` and Wilson intervals; the means (attempts, cost,
+    duration) have :math:`s/\sqrt N`; cost per success the delta method (as ``simulate``).
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design (a mapping is read with ``Scenario.from_dict``). Without time tables every
+        duration is 0 and nothing is shared: the split is section 3's.
+    trials : int
+        Trials to run, ``>= 1``.
+    seed : int, numpy.random.SeedSequence or None
+        Seeds every draw; ``None`` draws fresh entropy, reported in ``seed``. The same seed
+        gives the same numbers.
+    record : int
+        Keep every event of the first ``record`` trials in ``TimelineOutcome.events`` (a
+        DataFrame with columns ``trial, time, kind, step, attempt, resource, outcome``).
+    progress : callable or None
+        Called with the number of trials that ended since the last call; raising
+        ``KeyboardInterrupt`` from it stops the run as Ctrl-C does.
+
+    Returns
+    -------
+    TimelineOutcome
+        With ``partial=True`` (and a ``RuntimeWarning``) when Ctrl-C stopped the run: the
+        estimates then cover the trials that had ended. A second Ctrl-C aborts.
+
+    Examples
+    --------
+    Ten steps of 8 s, a 2 s verifier and one retry per step; every trial lasts
+    ``attempts x 10`` seconds:
+
+    >>> from relsim import simulate_timeline
+    >>> out = simulate_timeline({"steps": 10, "p": 0.9, "verifier": {},
+    ...                          "retries": {"per_step": 1},
+    ...                          "timing": {"attempt": 8, "verify": 2}}, trials=2000, seed=1)
+    >>> abs(out.duration["mean"] - 10 * out.expected_attempts) < 1e-9
+    True
+    >>> out.timeout, out.infra_failure
+    (0.0, 0.0)
+    """
+    scenario = as_scenario(scenario)
+    trials = _check_int(trials, "trials", low=1)
+    record = min(_check_int(record, "record", low=0), trials)
+    if progress is not None and not callable(progress):
+        raise invalid("progress", "callable or None", progress)
+    root, seed_value = _check_seed(seed)
+    model = Model(scenario)
+    tally = _Tally(trials)
+    events: list[tuple] = []
+    run = _Run(model, root, trials, record, tally, events, progress)
+    with _InterruptFlag() as flag:
+        run.flag = flag
+        run.go()
+    partial = tally.done < trials
+    if partial:
+        warnings.warn(
+            f"timeline interrupted: the estimate covers the {tally.done} of {trials} trials "
+            "that ended",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    frame = None
+    if record:
+        import pandas as pd
+
+        frame = pd.DataFrame(events, columns=list(EVENT_COLUMNS))
+        frame = frame.sort_values(["trial", "time"], kind="stable", ignore_index=True)
+        for column in ("step", "attempt"):
+            frame[column] = frame[column].astype("Int64")
+    return tally.outcome(model, seed_value, partial, frame, run.simpy_events)
+
+
+# ------------------------------------------------------------------------------ the run
+class _Run:
+    """One call of :func:`simulate_timeline`: environments, processes, the event loop."""
+
+    def __init__(self, model: Model, root: np.random.SeedSequence, trials: int, record: int,
+                 tally: "_Tally", events: list, progress: Callable | None) -> None:
+        self.model = model
+        self.root = root
+        self.trials = trials
+        self.record = record
+        self.tally = tally
+        self.events = events
+        self.progress = progress
+        self.reported = 0
+        self.simpy_events = 0
+        self.flag: Any = None
+        self.env: Any = None  # the environment running now (the log's clock)
+        self.arrivals = _arrivals(model, root)
+
+    def go(self) -> None:
+        import simpy
+
+        m = self.model
+        if m.agents is not None:
+            env = simpy.Environment()
+            fleet = self._fleet(env)
+            env.process(self._dispatch(fleet))
+            self._loop(env, fleet)
+        elif m.independent:
+            for first in range(0, self.trials, CHUNK_TRIALS):
+                if self.flag.is_set:
+                    break
+                batch = [(k, next(self.arrivals)) for k in range(first, min(first + CHUNK_TRIALS, self.trials))]
+                env = simpy.Environment(initial_time=batch[0][1])
+                fleet = self._fleet(env)
+                env.process(self._source(fleet, iter(batch)))
+                self._loop(env, fleet)
+        else:
+            env = simpy.Environment()
+            fleet = self._fleet(env)
+            env.process(self._source(fleet, ((k, next(self.arrivals)) for k in range(self.trials))))
+            self._loop(env, fleet)
+        if not self.flag.is_set:  # after a Ctrl-C the bar is not told any more
+            self._report()
+
+    def _fleet(self, env: Any) -> Fleet:
+        self.env = env
+        fleet = Fleet(env, self.model)
+        self.tally.fleets.append(fleet.busy)
+        return fleet
+
+    def _loop(self, env: Any, fleet: Fleet) -> None:
+        step, peek = env.step, env.peek
+        count = 0
+        flag = self.flag
+        while peek() != math.inf:
+            step()
+            count += 1
+            if count % _POLL_EVENTS == 0:
+                if flag.is_set:
+                    break
+                self._report()
+        self.simpy_events += count
+
+    def _report(self) -> None:
+        if self.progress is None:
+            return
+        done = self.tally.done
+        if done > self.reported:
+            try:
+                self.progress(done - self.reported)
+            except KeyboardInterrupt:
+                if self.flag.is_set:
+                    raise
+                self.flag.set()
+            self.reported = done
+
+    # -------------------------------------------------------------- arrivals and trials
+    def _source(self, fleet: Fleet, arrivals: Iterator[tuple[int, float]]) -> Any:
+        """Unlimited agents: each trial starts the moment it arrives."""
+        env = fleet.env
+        for k, arrival in arrivals:
+            if self.flag.is_set:
+                return
+            if arrival > env.now:
+                yield env.timeout(arrival - env.now)
+            self._start(fleet, k, arrival, None)
+
+    def _dispatch(self, fleet: Fleet) -> Any:
+        """``fleet.agents`` slots: the FIFO queue in front of them, held as the index of its
+        head. A head whose deadline passed in the queue leaves it as a timeout."""
+        env, agents, deadline = fleet.env, fleet.agents, self.model.deadline
+        k = 0
+        arrival = next(self.arrivals)
+        while k < self.trials and not self.flag.is_set:
+            if arrival > env.now:
+                yield env.timeout(arrival - env.now)
+            request = agents.request()
+            if not request.triggered:
+                yield request
+            while deadline is not None and env.now > arrival + deadline:
+                self._queue_timeout(k, arrival, deadline)
+                k += 1
+                if k == self.trials:
+                    break
+                arrival = next(self.arrivals)
+            if k == self.trials or arrival > env.now:
+                agents.release(request)  # nobody is waiting: the slot goes back
+                continue
+            self._start(fleet, k, arrival, request)
+            k += 1
+            if k < self.trials:
+                arrival = next(self.arrivals)
+
+    def _start(self, fleet: Fleet, k: int, arrival: float, agent_request: Any) -> None:
+        env = fleet.env
+        log = self._log if k < self.record else None
+        trial = Trial(k, arrival, log)
+        trial.start = env.now
+        if log:
+            log(trial, "arrive", None, None, None, None, arrival)
+            if agent_request is not None:
+                log(trial, "request", None, None, "agents", None, arrival)
+                log(trial, "acquire", None, None, "agents", None)
+        decide, clock = _streams(self.root, k)
+        arm_stops(fleet, trial, clock)
+
+        def finish(trial: Trial, outcome: int) -> None:
+            now = env.now
+            if agent_request is not None:
+                fleet.busy["agents"] += now - trial.start
+                fleet.agents.release(agent_request)
+                if log:
+                    log(trial, "release", None, None, "agents", None)
+            if log:
+                log(trial, "end", None, None, None, OUTCOME_NAMES[outcome])
+            self.tally.add(trial, outcome, now)
+
+        trial.process = env.process(run_trial(fleet, trial, decide, clock, finish))
+
+    def _queue_timeout(self, k: int, arrival: float, deadline: float) -> None:
+        trial = Trial(k, arrival, self._log if k < self.record else None)
+        end = arrival + deadline
+        trial.start = end
+        if trial.log:
+            trial.log(trial, "arrive", None, None, None, None, arrival)
+            trial.log(trial, "request", None, None, "agents", None, arrival)
+            trial.log(trial, "end", None, None, None, "timeout", end)
+        self.tally.add(trial, TIMEOUT, end)
+
+    def _log(self, trial: Trial, kind: str, step: Any, attempt: Any, resource: Any,
+             outcome: Any, time: float | None = None) -> None:
+        if time is None:
+            time = self.env.now
+        self.events.append((trial.index, time, kind, step, attempt, resource, outcome))
+
+
+def _arrivals(model: Model, root: np.random.SeedSequence) -> Iterator[float]:
+    """Arrival times in trial order: all 0 (batch), or a Poisson process from 0."""
+    if not model.poisson:
+        while True:
+            yield 0.0
+    stream = _stream(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 1)))
+    rate = model.rate_per_hour / 3600.0
+    time = 0.0
+    while True:
+        time += stream.expovariate(rate)
+        yield time
+
+
+def _streams(root: np.random.SeedSequence, k: int) -> tuple[random.Random, random.Random]:
+    """Trial ``k``'s decision and time streams, both from ``spawn_key=(0, k)``."""
+    words = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 0, k)).generate_state(8)
+    return random.Random(int.from_bytes(words[:4].tobytes(), "little")), random.Random(
+        int.from_bytes(words[4:].tobytes(), "little")
+    )
+
+
+def _stream(seq: np.random.SeedSequence) -> random.Random:
+    return random.Random(int.from_bytes(seq.generate_state(4).tobytes(), "little"))
+
+
+# ------------------------------------------------------------------------------ the tally
+class _Tally:
+    """Per-trial outcome, attempts, cost and duration (compact arrays), and summed waits."""
+
+    def __init__(self, trials: int) -> None:
+        self.outcome_code = np.full(trials, -1, dtype=np.int8)
+        self.attempts = np.zeros(trials, dtype=np.int64)
+        self.cost = np.zeros(trials)
+        self.duration = np.zeros(trials)
+        self.waits = {"agents": 0.0, "rate_limit": 0.0, "llm": 0.0, "reviewers": 0.0}
+        self.first_arrival = math.inf
+        self.last_end = -math.inf
+        self.done = 0
+        self.fleets: list[dict[str, float]] = []
+
+    def add(self, trial: Trial, outcome: int, end: float) -> None:
+        k = trial.index
+        self.outcome_code[k] = outcome
+        self.attempts[k] = trial.attempts
+        self.cost[k] = trial.cost
+        self.duration[k] = end - trial.arrival
+        waits = self.waits
+        waits["agents"] += trial.start - trial.arrival
+        waits["rate_limit"] += trial.wait_rate
+        waits["llm"] += trial.wait_llm
+        waits["reviewers"] += trial.wait_reviewers
+        if trial.arrival < self.first_arrival:
+            self.first_arrival = trial.arrival
+        if end > self.last_end:
+            self.last_end = end
+        self.done += 1
+
+    def outcome(self, model: Model, seed: int | None, partial: bool, events: Any,
+                simpy_events: int) -> TimelineOutcome:
+        ended = self.outcome_code >= 0
+        n = int(ended.sum())
+        if n == 0:
+            raise KeyboardInterrupt  # interrupted before any trial ended: nothing to report
+        codes = self.outcome_code[ended]
+        counts = np.bincount(codes, minlength=len(PROPORTIONS))
+        shares = {key: counts[i] / n for i, key in enumerate(PROPORTIONS)}
+        se = {key: binomial_se(int(counts[i]), n) for i, key in enumerate(PROPORTIONS)}
+        ci = {key: wilson(int(counts[i]), n) for i, key in enumerate(PROPORTIONS)}
+        attempts, cost, duration = self.attempts[ended], self.cost[ended], self.duration[ended]
+        for key, values in (("expected_attempts", attempts), ("expected_cost", cost),
+                            ("duration", duration)):
+            se[key] = _mean_se(values)
+            ci[key] = normal_interval(float(values.mean()), se[key])
+        success = shares["success"]
+        ratio = float(cost.mean()) / success if success > 0 else math.inf
+        if success > 0 and n > 1:
+            residual = cost - ratio * (codes == 0)
+            se["cost_per_success"] = float(residual.std(ddof=1) / math.sqrt(n) / success)
+            ci["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
+        makespan = max(0.0, self.last_end - self.first_arrival)
+        busy = {key: sum(f[key] for f in self.fleets) for key in ("agents", "llm", "reviewers")}
+        capacity = {"agents": model.agents, "llm": model.llm_concurrency,
+                    "reviewers": model.reviewers if model.human else None}
+        utilisation = {
+            key: (busy[key] / (capacity[key] * makespan) if capacity[key] and makespan > 0 else None)
+            for key in capacity
+        }
+        quantiles = np.quantile(duration, [q / 100 for q in _PERCENTS], method="inverted_cdf")
+        return TimelineOutcome(
+            **{key: float(value) for key, value in shares.items()},
+            expected_attempts=float(attempts.mean()),
+            expected_cost=float(cost.mean()),
+            standard_errors=se,
+            intervals=ci,
+            duration={"mean": float(duration.mean()),
+                      **{f"p{q}": float(v) for q, v in zip(_PERCENTS, quantiles)}},
+            wait={key: value / n for key, value in self.waits.items()},
+            utilisation=utilisation,
+            makespan=makespan,
+            throughput_per_hour=per_hour(n, makespan),
+            successes_per_hour=per_hour(int(counts[0]), makespan),
+            trials=n,
+            seed=seed,
+            partial=partial,
+            events=events,
+            simpy_events=simpy_events,
+        )
+
+
+def _mean_se(values: np.ndarray) -> float:
+    if len(values) < 2:
+        return math.nan
+    return float(values.std(ddof=1) / math.sqrt(len(values)))
+
+
+# ------------------------------------------------------------------------------ checking
+def _check_int(value: Any, name: str, low: int) -> int:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low:
+        return int(value)
+    raise invalid(name, f"an integer >= {low}", value)
+
+
+def _check_seed(seed: Any) -> tuple[np.random.SeedSequence, int | None]:
+    if seed is None:
+        entropy = np.random.SeedSequence().entropy
+        return np.random.SeedSequence(entropy), int(entropy)
+    if isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+        return seed, (int(entropy) if isinstance(entropy, numbers.Integral) else None)
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.SeedSequence(int(seed)), int(seed)
+    raise invalid("seed", "an integer >= 0, a numpy SeedSequence or None", seed)
+
+
+class _InterruptFlag:
+    """While active (on the main thread), the first SIGINT sets a flag that stops the run
+    at the next poll; a second one raises KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._previous: Any = None
+        self._installed = False
+
+    def set(self) -> None:
+        self.is_set = True
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.is_set:
+            raise KeyboardInterrupt
+        self.is_set = True
+
+    def __enter__(self) -> "_InterruptFlag":
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+            except ValueError:  # pragma: no cover - an embedded interpreter
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)

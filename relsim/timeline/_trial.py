@@ -1,0 +1,409 @@
+"""One trial in time: docs/model.md section 3's draws and decisions, as one simpy process.
+
+The decisions (task and step effects, correct, confused, accepted, caught) are drawn from the
+trial's *decision* stream in exactly the order of section 3; every duration, backoff jitter
+and the crash clock come from its *time* stream. So the time tables change when things happen,
+never what is decided: a trial that ends by itself has the outcome it would have without them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from relsim.scenario_time import Duration
+
+# Outcome codes, in the order of TimelineOutcome's proportions.
+SUCCESS, SILENT, DETECTED, TIMEOUT, INFRA = 0, 1, 2, 3, 4
+OUTCOME_NAMES = ("success", "silent_failure", "detected_failure", "timeout", "infra_failure")
+
+
+def sampler(duration: Duration) -> Callable[[Any], float] | float:
+    """A constant duration as a float (nothing to draw), else ``draw(rng) -> seconds``."""
+    if duration.kind == "constant" or (duration.kind == "lognormal" and duration.sigma == 0.0):
+        return duration.value if duration.kind == "constant" else duration.median
+    if duration.kind == "exponential":
+        rate = 1.0 / duration.value
+        return lambda rng: rng.expovariate(rate)
+    mu, sigma = math.log(duration.median), duration.sigma
+    return lambda rng: rng.lognormvariate(mu, sigma)
+
+
+def _draw(spec: Any, rng: Any) -> float:
+    return spec if spec.__class__ is float else spec(rng)
+
+
+class Model:
+    """A scenario turned into what the trial process reads: per-step lists (plain Python
+    floats, fast to index), samplers, and the fleet's shared simpy resources."""
+
+    def __init__(self, scenario: Any) -> None:
+        s = scenario
+        n = self.n = s.steps
+        self.p = [float(x) for x in s.p_array]
+        self.fixed = [x in (0.0, 1.0) for x in self.p]
+        self.logit = [0.0 if f else math.log(x / (1.0 - x)) for x, f in zip(self.p, self.fixed)]
+        self.has_verifier = s.verifier is not None
+        self.miss = [float(x) for x in s.miss_array]
+        self.false_reject = [float(x) for x in s.false_reject_array]
+        self.per_step = [int(x) for x in s.per_step_array]
+        total = s.total_retries
+        self.total = math.inf if total is None else total
+        corr = s.correlation
+        self.task_sd, self.step_sd = float(corr.task_sd), float(corr.step_sd)
+        self.random_effects = self.task_sd > 0 or self.step_sd > 0
+        conf = corr.confusion
+        self.confusion = conf is not None
+        self.enter = 0.0 if conf is None else conf.enter
+        self.recover = 0.0 if conf is None else conf.recover
+        self.factor = 1.0 if conf is None else conf.factor
+        positions = s.checkpoint_positions
+        self.is_checkpoint = [False] * (n + 1)
+        for position in positions:
+            self.is_checkpoint[position] = True
+        checks = s.checkpoints
+        self.detect = 1.0 if checks is None else checks.detect
+        self.false_alarm = 0.0 if checks is None else checks.false_alarm
+        self.rollbacks = 0 if checks is None else checks.rollbacks
+        self.human = checks is not None and checks.human
+        cost = s.cost
+        self.attempt_cost = [float(c) + cost.verify for c in s.attempt_cost_array]
+        self.checkpoint_cost, self.rollback_cost = cost.checkpoint, cost.rollback
+
+        timing, fleet, res, infra = s.timing, s.fleet, s.resources, s.infra
+        attempt = () if timing is None else timing.attempt
+        if isinstance(attempt, Duration):
+            attempt = (attempt,) * n
+        self.attempt_time = [sampler(d) for d in attempt] or [0.0] * n
+        self.verify_time = 0.0 if timing is None else sampler(timing.verify)
+        self.checkpoint_time = 0.0 if timing is None else sampler(timing.checkpoint)
+        self.backoff = None if timing is None else timing.backoff
+        self.deadline = None if timing is None else timing.deadline
+        self.poisson = fleet is not None and fleet.arrivals == "poisson"
+        self.rate_per_hour = None if fleet is None else fleet.rate_per_hour
+        self.agents = None if fleet is None else fleet.agents
+        self.llm_concurrency = None if res is None else res.llm_concurrency
+        self.rpm = None if res is None else res.rpm
+        self.tpm = None if res is None else res.tpm
+        tokens = 0.0 if res is None or res.tokens is None else res.tokens
+        self.tokens = list(tokens) if isinstance(tokens, tuple) else [float(tokens)] * n
+        self.verifier_calls_llm = res is not None and res.verifier_calls_llm
+        self.reviewers = None if res is None else res.reviewers
+        self.review_time = 0.0 if res is None or res.review is None else sampler(res.review)
+        self.crash_rate = 0.0 if infra is None else infra.crash_per_hour / 3600.0
+        # Trials share nothing: each can run in an environment of its own (memory stays bounded).
+        self.independent = (
+            self.agents is None
+            and self.llm_concurrency is None
+            and self.rpm is None
+            and self.tpm is None
+            and not self.human
+        )
+
+
+class Fleet:
+    """The shared simpy resources of one environment, and their busy capacity-seconds."""
+
+    def __init__(self, env: Any, model: Model) -> None:
+        import simpy
+
+        from relsim.timeline._buckets import RateGate
+
+        self.env = env
+        self.model = model
+        self.agents = None if model.agents is None else simpy.Resource(env, model.agents)
+        self.llm = None if model.llm_concurrency is None else simpy.Resource(env, model.llm_concurrency)
+        self.reviewers = None if not model.human else simpy.Resource(env, model.reviewers)
+        limited = model.rpm is not None or model.tpm is not None
+        self.gate = RateGate(env, model.rpm, model.tpm) if limited else None
+        self.busy = {"agents": 0.0, "llm": 0.0, "reviewers": 0.0}
+
+
+class Trial:
+    """The state of one running trial that the deadline and crash callbacks need, and the
+    per-trial tallies."""
+
+    __slots__ = (
+        "index", "arrival", "start", "process", "busy_until", "overdue", "stopping", "done",
+        "log", "attempts", "cost", "wait_rate", "wait_llm", "wait_reviewers",
+    )
+
+    def __init__(self, index: int, arrival: float, log: Callable[..., None] | None) -> None:
+        self.index = index
+        self.arrival = arrival
+        self.start = arrival
+        self.process = None
+        self.busy_until = -math.inf  # end of the timed action in progress
+        self.overdue = False  # the deadline fell exactly at the end of that action
+        self.stopping = False
+        self.done = False
+        self.log = log
+        self.attempts = 0
+        self.cost = 0.0
+        self.wait_rate = self.wait_llm = self.wait_reviewers = 0.0
+
+
+class _Stop(Exception):
+    """Raised inside the trial when the deadline is due before its next wait."""
+
+
+def run_trial(fleet: Fleet, trial: Trial, decide: Any, clock: Any, finish: Callable) -> Any:
+    """The simpy process of one trial (it already holds its agent slot when there are agents).
+
+    ``decide`` and ``clock`` are the trial's two ``random.Random`` streams; ``finish(trial,
+    outcome)`` records it when the trial ends, however it ends.
+    """
+    import simpy
+
+    env, model = fleet.env, fleet.model
+    try:
+        outcome = yield from _steps(fleet, model, env, trial, decide, clock)
+    except simpy.Interrupt as stop:
+        outcome = stop.cause
+    except _Stop:
+        outcome = TIMEOUT
+    trial.done = True
+    finish(trial, outcome)
+
+
+def arm_stops(fleet: Fleet, trial: Trial, clock: Any) -> None:
+    """Start the crash clock (from now, the agent slot's start) and the deadline (from
+    arrival): each interrupts the trial if it has not ended by then."""
+    env, model = fleet.env, fleet.model
+    if model.crash_rate > 0.0:
+        ring = env.timeout(clock.expovariate(model.crash_rate))
+        ring.callbacks.append(lambda _e: _interrupt(trial, INFRA, env.now))
+    if model.deadline is not None:
+        due = env.timeout(max(0.0, trial.arrival + model.deadline - env.now))
+        due.callbacks.append(lambda _e: _deadline(trial, env.now))
+
+
+def _interrupt(trial: Trial, cause: int, now: float) -> None:
+    if trial.done or trial.stopping:
+        return
+    trial.stopping = True
+    trial.process.interrupt(cause)
+
+
+def _deadline(trial: Trial, now: float) -> None:
+    if trial.done or trial.stopping:
+        return
+    if trial.busy_until == now:  # its timed action ends at this very instant: it may still end
+        trial.overdue = True
+        return
+    _interrupt(trial, TIMEOUT, now)
+
+
+def _wait(env: Any, trial: Trial, seconds: float) -> Any:
+    """A timed action of ``seconds`` (nothing to wait for when it is 0)."""
+    if trial.overdue:
+        raise _Stop
+    trial.busy_until = env.now + seconds
+    return env.timeout(seconds)
+
+
+def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kind: str,
+              outcome: str, seconds: float, charge: float | None) -> Any:
+    """One LLM call: rate budget (FIFO), then an LLM slot (FIFO) held for ``seconds``.
+
+    ``charge`` (an attempt's cost) is booked with the attempt when the call starts, after
+    the waits: a trial stopped while it queues has not made that attempt."""
+    log = trial.log
+    gate = fleet.gate
+    if gate is not None:
+        tokens = fleet.model.tokens[step - 1]
+        waiting = gate.take(tokens)
+        if waiting is not None:
+            if trial.overdue:
+                gate.cancel(waiting)
+                raise _Stop
+            since = env.now
+            if log:
+                log(trial, "request", step, attempt, "rate_limit", None)
+            try:
+                yield waiting
+            except BaseException:
+                gate.cancel(waiting)
+                raise
+            finally:
+                trial.wait_rate += env.now - since
+        if log:
+            log(trial, "acquire", step, attempt, "rate_limit", None)
+    slots = fleet.llm
+    if slots is None:
+        if charge is not None:
+            trial.attempts += 1
+            trial.cost += charge
+        if log:
+            log(trial, kind, step, attempt, "llm", outcome)
+        if seconds > 0.0:
+            yield _wait(env, trial, seconds)
+        return
+    request = slots.request()
+    since = env.now
+    granted = None
+    try:
+        if not request.triggered:
+            if trial.overdue:
+                raise _Stop
+            if log:
+                log(trial, "request", step, attempt, "llm", None)
+        yield request
+        granted = env.now
+        trial.wait_llm += granted - since
+        if charge is not None:
+            trial.attempts += 1
+            trial.cost += charge
+        if log:
+            log(trial, "acquire", step, attempt, "llm", None)
+            log(trial, kind, step, attempt, "llm", outcome)
+        if seconds > 0.0:
+            yield _wait(env, trial, seconds)
+    finally:
+        if granted is None:
+            trial.wait_llm += env.now - since
+            request.cancel()
+        else:
+            fleet.busy["llm"] += env.now - granted
+            if log:
+                log(trial, "release", step, attempt, "llm", None)
+        slots.release(request)
+
+
+def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
+    """A human gate: wait for a free reviewer (FIFO), hold them for one review."""
+    log = trial.log
+    request = fleet.reviewers.request()
+    since = env.now
+    granted = None
+    try:
+        if not request.triggered:
+            if trial.overdue:
+                raise _Stop
+            if log:
+                log(trial, "request", position, None, "reviewers", None)
+        yield request
+        granted = env.now
+        trial.wait_reviewers += granted - since
+        if log:
+            log(trial, "acquire", position, None, "reviewers", None)
+            log(trial, "checkpoint", position, None, "reviewers", outcome)
+        seconds = _draw(fleet.model.review_time, clock)
+        if seconds > 0.0:
+            yield _wait(env, trial, seconds)
+    finally:
+        if granted is None:
+            trial.wait_reviewers += env.now - since
+            request.cancel()
+        else:
+            fleet.busy["reviewers"] += env.now - granted
+            if log:
+                log(trial, "release", position, None, "reviewers", None)
+        fleet.reviewers.release(request)
+
+
+def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
+    """Section 3's loop, with the waits of section 7 between its draws."""
+    log = trial.log
+    random, gauss = decide.random, decide.gauss
+    n = m.n
+    z = gauss(0.0, 1.0) if m.task_sd > 0 else 0.0
+    confused = False
+    i = seg_start = 0
+    seg_tainted = doomed = False
+    retries_used = rollbacks_used = 0
+    llm_verify = m.verifier_calls_llm
+    direct = fleet.gate is None and fleet.llm is None
+    while True:
+        if i == n:
+            return SILENT if (seg_tainted or doomed) else SUCCESS
+        p = m.p[i]
+        if m.random_effects and not m.fixed[i]:
+            shift = m.task_sd * z + (m.step_sd * gauss(0.0, 1.0) if m.step_sd > 0 else 0.0)
+            p = 1.0 / (1.0 + math.exp(-(m.logit[i] + shift)))
+        elif m.random_effects and m.step_sd > 0:
+            gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
+        step = i + 1
+        j = 0
+        while True:
+            pe = p * m.factor if confused else p
+            correct = random() < pe
+            if m.confusion:
+                if not correct and not confused:
+                    confused = random() < m.enter
+                elif correct and confused:
+                    confused = not (random() < m.recover)
+            if m.has_verifier:
+                accepted = random() < (1.0 - m.false_reject[i] if correct else m.miss[i])
+            else:
+                accepted = True
+            # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
+            spec = m.attempt_time[i]
+            seconds = spec if spec.__class__ is float else spec(clock)
+            if direct:  # no rate limit, no LLM slots: the call is just its time
+                trial.attempts += 1
+                trial.cost += m.attempt_cost[i]
+                if log:
+                    log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                if seconds > 0.0:
+                    yield _wait(env, trial, seconds)
+            else:
+                yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
+                                     "correct" if correct else "wrong", seconds, m.attempt_cost[i])
+            if m.has_verifier:
+                verdict = "accept" if accepted else "reject"
+                spec = m.verify_time
+                seconds = spec if spec.__class__ is float else spec(clock)
+                if llm_verify and not direct:
+                    yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
+                else:
+                    if log:
+                        log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
+                    if seconds > 0.0:
+                        yield _wait(env, trial, seconds)
+            if accepted:
+                seg_tainted |= not correct
+                i += 1
+                break
+            if j < m.per_step[i] and retries_used < m.total:
+                j += 1
+                retries_used += 1
+                backoff = m.backoff
+                if backoff is not None:
+                    seconds = backoff.base * backoff.factor ** (j - 1)
+                    if backoff.max is not None:
+                        seconds = min(backoff.max, seconds)
+                    if backoff.jitter:
+                        seconds *= clock.random()
+                    if log:
+                        log(trial, "backoff", step, j + 1, None, None)
+                    if seconds > 0.0:
+                        yield _wait(env, trial, seconds)
+                continue
+            return DETECTED
+        if m.is_checkpoint[i]:
+            trial.cost += m.checkpoint_cost
+            caught = random() < (m.detect if seg_tainted else m.false_alarm)
+            verdict = "catch" if caught else "pass"
+            if m.human:
+                yield from _review(fleet, env, trial, i, verdict, clock)
+            else:
+                if log:
+                    log(trial, "checkpoint", i, None, None, verdict)
+                seconds = _draw(m.checkpoint_time, clock)
+                if seconds > 0.0:
+                    yield _wait(env, trial, seconds)
+            if caught:
+                if rollbacks_used == m.rollbacks:
+                    return DETECTED
+                rollbacks_used += 1
+                trial.cost += m.rollback_cost
+                if log:
+                    log(trial, "rollback", i, None, None, None)
+                i = seg_start
+                seg_tainted = False
+                confused = False
+                continue
+            doomed |= seg_tainted
+            seg_tainted = False
+            seg_start = i
