@@ -23,6 +23,7 @@ COMMANDS = {
     "analyze": "relsim.cli.trials",
     "compare": "relsim.cli.trials",
     "power": "relsim.cli.trials",
+    "sweep": "relsim.cli.sweep",
 }
 
 

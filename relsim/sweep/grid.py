@@ -12,8 +12,14 @@ A grid is read from TOML (:meth:`Grid.from_toml`) or a mapping (:meth:`Grid.from
     "retries.per_step" = [0, 1, 2, 3]
 
 Axis names are dotted scenario keys (docs/model.md section 4, and section 7's tables once the
-scenario has them). Every point is built with ``Scenario.from_dict`` and validated when the
-grid is loaded, before anything runs.
+scenario has them). Keys that must move together, such as a verifier's error rates and its
+price, form one axis named by the keys joined with commas, each value a list of one value per
+key::
+
+    "verifier.miss,cost.verify" = [[0.1, 0.002], [0.02, 0.03]]
+
+Every point is built with ``Scenario.from_dict`` and validated when the grid is loaded, before
+anything runs.
 """
 
 from __future__ import annotations
@@ -176,7 +182,8 @@ class Grid:
 
     @property
     def axis_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.axes)
+        """The scenario keys the axes set, one column each (a linked axis gives several)."""
+        return tuple(key for name, _ in self.axes for key in _keys(name))
 
     @property
     def stochastic(self) -> bool:
@@ -194,7 +201,11 @@ class Grid:
 
     def point(self, index: int) -> dict[str, Any]:
         """The axis values of point ``index``: ``{dotted key: value}``."""
-        return dict(zip(self.axis_names, self._values[index]))
+        point: dict[str, Any] = {}
+        for (name, _), value in zip(self.axes, self._values[index]):
+            keys = _keys(name)
+            point.update(zip(keys, value) if len(keys) > 1 else [(name, value)])
+        return point
 
     def scenario_dict(self, index: int) -> dict[str, Any]:
         """The scenario of point ``index`` in file form: the base with the point's values."""
@@ -267,15 +278,22 @@ class Grid:
         known = scenario_keys()
         names = self.axis_names
         for name, values in self.axes:
-            if name not in known:
-                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                raise RelsimError(f"axes.{name}: unknown scenario key{hint}")
+            keys = _keys(name)
+            for key in keys:
+                if key not in known:
+                    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    raise RelsimError(f"axes.{key}: unknown scenario key{hint}")
             if not isinstance(values, tuple) or not values:
-                raise invalid(f"axes.{name}", "a non-empty list of values", values)
-            for other in names:
-                if other.startswith(f"{name}."):
-                    raise RelsimError(f"axes.{other}: overlaps the axis '{name}' (give one of them)")
+                raise invalid(f"axes.{name}", "a non-empty list of values", list(values))
+            if len(keys) > 1:
+                for value in values:
+                    if not isinstance(value, (list, tuple)) or len(value) != len(keys):
+                        raise invalid(f"axes.{name}", f"a list of lists of {len(keys)} values (one per key)", value)
+        for position, key in enumerate(names):
+            for other in names[position + 1 :]:
+                if other == key or other.startswith(f"{key}.") or key.startswith(f"{other}."):
+                    raise RelsimError(f"axes.{other}: overlaps the axis '{key}' (give one of them)")
         if self.mode == "zip":
             lengths = {len(values) for _, values in self.axes}
             if len(lengths) > 1:
@@ -316,6 +334,11 @@ def _from_mapping(cls: type, data: Mapping[str, Any], source: str | None, base_d
         seed=data.get("seed"),
         source=source,
     )
+
+
+def _keys(name: str) -> list[str]:
+    """The scenario keys of an axis: one, or several joined by commas (a linked axis)."""
+    return [key.strip() for key in name.split(",")]
 
 
 def _axis_values(name: str, values: Any) -> Any:
