@@ -206,7 +206,9 @@ def _dask(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                host="127.0.0.1",
+                # No dashboard; the scheduler's small HTTP server on a free port, not 8787.
+                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                 silence_logs=logging.ERROR,
             )
             client = Client(cluster)
