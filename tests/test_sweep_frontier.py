@@ -91,7 +91,7 @@ def test_pareto_draws_every_design_and_the_frontier_through_its_rows():
         assert ax.get_xlabel() == "cost per success (scenario cost units)"
         assert ax.get_ylabel() == "success (probability per trial)"
         assert len(ax.texts) == len(best)
-        assert ax.texts[0].get_text().startswith("verifier.miss ")
+        assert ax.texts[0].get_text().startswith("miss ")
     finally:
         plt.close(ax.figure)
 

@@ -41,7 +41,9 @@ def pareto(
     ax : matplotlib Axes or None
         Where to draw; None: a new figure's axes.
     annotate : str, list of str or None
-        Columns (such as the sweep's axes) whose values label each frontier point.
+        Columns whose values label each frontier point: one column gives its value alone
+        (``annotate="point"`` numbers the points), several give ``key value, ...`` with the
+        last part of each dotted key.
 
     Returns
     -------
@@ -69,13 +71,22 @@ def pareto(
             label=f"frontier ({len(line)})", zorder=3)
     if annotate is not None:
         names = [annotate] if isinstance(annotate, str) else list(annotate)
-        for _, row in line.iterrows():
-            text = ", ".join(f"{name} {row[name]:g}" if isinstance(row[name], float) else f"{name} {row[name]}"
-                             for name in names)
-            ax.annotate(text, (row[cost], row[value]), textcoords="offset points", xytext=(6, -10),
-                        fontsize=7, color="tab:red")
+        for rank, (_, row) in enumerate(line.iterrows()):
+            # the last part of a dotted key is enough to read ("miss 0.02, per_step 3")
+            if len(names) == 1:
+                text = _format(row[names[0]])
+            else:
+                text = ", ".join(f"{name.rsplit('.', 1)[-1]} {_format(row[name])}" for name in names)
+            # labels below-right of their point, staggered so that neighbours do not overlap
+            ax.annotate(text, (row[cost], row[value]), textcoords="offset points",
+                        xytext=(8, -12 - 11 * (rank % 4)), fontsize=7, color="tab:red",
+                        arrowprops={"arrowstyle": "-", "color": "tab:red", "alpha": 0.4, "lw": 0.6})
     ax.set_xlabel(LABELS.get(cost, cost))
     ax.set_ylabel(LABELS.get(value, value))
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
     return ax
+
+
+def _format(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
