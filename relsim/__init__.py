@@ -28,6 +28,7 @@ _EXPORTS = {
     "Outcome": "relsim.results",
     "evaluate": "relsim.exact",
     "simulate": "relsim.montecarlo",
+    "sweep": "relsim.sweep",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

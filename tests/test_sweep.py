@@ -25,7 +25,7 @@ from relsim.sweep.store import journal_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# MODEL.md section 5, R1 and R2: the same chain with a perfect verifier and 2 retries, and a
+# docs/model.md section 5 (reference values), R1 and R2: the same chain with a perfect verifier and 2 retries, and a
 # verifier missing 10% with 3 retries.
 R1_R2 = {
     "base": {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}},
@@ -138,7 +138,7 @@ def test_grid_file_with_a_base_file_relative_to_it(tmp_path):
     grid_file = _write(tmp_path / "designs" / "grid.toml",
                        'base = "base.toml"\n[axes]\nsteps = [20, 5]\n')
     frame = sweep(grid_file)
-    # MODEL.md R8: 20 steps at 0.95 succeed 0.358486; 5 steps: 0.95**5 (closed form)
+    # docs/model.md section 5, R8: 20 steps at 0.95 succeed 0.358486; 5 steps: 0.95**5 (closed form)
     assert frame["success"].tolist() == pytest.approx([0.358486, 0.95**5], abs=5e-7)
 
 
@@ -146,7 +146,7 @@ def test_example_grid_in_scenarios_runs():
     frame = sweep(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
     assert len(frame) == 32
     row = frame[(frame["verifier.miss"] == 0.1) & (frame["retries.per_step"] == 3) & (frame["p"] == 0.9)]
-    assert row["success"].item() == pytest.approx(R2["success"], abs=5e-7)  # MODEL.md R2
+    assert row["success"].item() == pytest.approx(R2["success"], abs=5e-7)  # docs/model.md section 5, R2
 
 
 # --------------------------------------------------------------------------- simulate sweeps
