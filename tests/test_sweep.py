@@ -383,7 +383,8 @@ def test_cli_workers_and_scheduler_are_exclusive(tmp_path, capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
-def test_cli_unreachable_scheduler_is_one_line(tmp_path, capsys):
+def test_cli_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("relsim.sweep.execute.CONNECT_TIMEOUT", 1)  # not the default 10 s
     grid = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
     import socket
 
@@ -393,7 +394,7 @@ def test_cli_unreachable_scheduler_is_one_line(tmp_path, capsys):
     code = main(["sweep", grid, "-o", str(tmp_path / "r.csv"), "--scheduler", f"tcp://127.0.0.1:{port}"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert f"scheduler: cannot connect to 'tcp://127.0.0.1:{port}'" in err
+    assert f"scheduler: cannot connect to 'tcp://127.0.0.1:{port}' within 1 s" in err
 
 
 def test_cost_per_success_of_a_design_that_never_succeeds_is_infinite_in_the_frame(tmp_path):

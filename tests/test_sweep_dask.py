@@ -109,6 +109,28 @@ def test_a_killed_client_resumes_where_it_stopped(tmp_path):
     pd.testing.assert_frame_equal(resumed, sweep(grid))
 
 
+@pytest.mark.slow
+def test_a_worker_killed_mid_sweep_changes_nothing(tmp_path):
+    from distributed import Client, LocalCluster
+
+    grid = {**SIMULATE, "trials": 200_000}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+                      silence_logs=logging.CRITICAL) as local, Client(local) as client:
+        pids = list(client.run(os.getpid).values())
+        killed = []
+
+        def kill_one_worker(count):
+            if not killed:  # after the first point: the other worker is busy with one
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        frame = sweep(grid, tmp_path / "r.csv", scheduler=client, progress=kill_one_worker)
+        assert killed and pids[0] not in client.run(os.getpid).values()
+    assert frame.attrs["sweep"]["computed"] == 8
+    pd.testing.assert_frame_equal(frame, sweep(grid))
+
+
 def _tasks_run(client) -> int:
     def count(dask_scheduler):
         return sum(1 for event in dask_scheduler.transition_log if event[2] == "memory")
