@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--points-trials", type=int, default=400_000,
                         help="trials per point of the simulate sweep")
     args = parser.parse_args()
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # two clusters: keep it quiet
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}, Python {platform.python_version()}")
 

@@ -284,7 +284,7 @@ class Grid:
                     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
                     hint = f"; did you mean '{close[0]}'?" if close else ""
                     raise RelsimError(f"axes.{key}: unknown scenario key{hint}")
-            if not isinstance(values, tuple) or not values:
+            if not isinstance(values, (list, tuple)) or not values:
                 raise invalid(f"axes.{name}", "a non-empty list of values", list(values))
             if len(keys) > 1:
                 for value in values:
