@@ -35,6 +35,8 @@ BATCHES_PER_WORKER = 4
 CONNECT_TIMEOUT = 10
 #: The most local worker processes (far above any machine's cores; guards typos).
 MAX_WORKERS = 1024
+#: The most points in one task when ``batch`` is given.
+MAX_POINTS_PER_TASK = 1_000_000
 
 
 def sweep(
@@ -135,10 +137,6 @@ def sweep(
         "out": None if out is None else str(out),
     }
     return frame
-
-
-#: The most points in one task when ``batch`` is given.
-MAX_POINTS_PER_TASK = 1_000_000
 
 
 def _as_grid(grid: Any) -> Grid:
