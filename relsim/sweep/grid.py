@@ -209,7 +209,13 @@ class Grid:
 
     def scenario_dict(self, index: int) -> dict[str, Any]:
         """The scenario of point ``index`` in file form: the base with the point's values."""
-        data = copy.deepcopy(dict(self.base))
+        return copy.deepcopy(self._shallow_dict(index))
+
+    def _shallow_dict(self, index: int) -> dict[str, Any]:
+        # Copies only the tables on the axes' paths; the rest is shared with the base. Enough
+        # for Scenario.from_dict, which reads its input and never changes it, at a fraction
+        # of a deep copy's cost (which was a third of building a 1000-point grid).
+        data = dict(self.base)
         for key, value in self.point(index).items():
             _assign(data, key, value)
         return data
@@ -228,7 +234,7 @@ class Grid:
         built = []
         for index in range(len(self)):
             try:
-                built.append(Scenario.from_dict(self.scenario_dict(index)))
+                built.append(Scenario.from_dict(self._shallow_dict(index)))
             except ScenarioError as error:
                 raise ScenarioError(f"point {index} ({self.describe(index)}): {error}") from None
         return tuple(built)
@@ -362,7 +368,7 @@ def _assign(data: dict[str, Any], key: str, value: Any) -> None:
         else:
             child = node[table] = dict(child)
         node = child
-    node[leaf] = copy.deepcopy(value)
+    node[leaf] = value
 
 
 def _check_integer(key: str, value: Any, low: int, high: int) -> None:
