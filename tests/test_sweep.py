@@ -401,3 +401,16 @@ def test_cost_per_success_of_a_design_that_never_succeeds_is_infinite_in_the_fra
     frame = sweep({"base": {"steps": 2, "p": 0.5}, "axes": {"p": [0.0, 0.5]}}, tmp_path / "r.csv")
     assert math.isinf(frame["cost_per_success"].iloc[0])
     assert math.isinf(pd.read_csv(tmp_path / "r.csv")["cost_per_success"].iloc[0])
+
+
+def test_table_and_per_step_list_axes_are_json_text_columns(tmp_path):
+    grid = {"base": {"steps": 3, "p": 0.9, "verifier": {"miss": 0.5}, "retries": {"per_step": 1}},
+            "axes": {"verifier": [{"miss": 0.0}, {"miss": 0.1, "false_reject": 0.2}],
+                     "p": [[0.9, 0.5, 0.9], 0.8]}}
+    frame = sweep(grid, tmp_path / "r.parquet")
+    assert frame["verifier"].tolist() == ['{"miss": 0.0}'] * 2 + ['{"miss": 0.1, "false_reject": 0.2}'] * 2
+    assert frame["p"].tolist() == ["[0.9, 0.5, 0.9]", "0.8"] * 2  # one type per column
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "r.parquet"), frame)
+    # a per-step p with a perfect verifier and one retry: the product of 1 - (1-p)^2 (closed form)
+    assert frame["success"].iloc[0] == pytest.approx((1 - 0.1**2) ** 2 * (1 - 0.5**2), rel=1e-12)
+    assert frame["success"].iloc[1] == pytest.approx((1 - 0.2**2) ** 3, rel=1e-12)

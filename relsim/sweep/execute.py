@@ -76,8 +76,8 @@ def sweep(
     Returns
     -------
     pandas.DataFrame
-        Columns ``point`` (the index), one per axis (the dotted key; a list or table value as
-        JSON text), the outcome keys and, for stochastic methods, ``<key>_se`` and the point's
+        Columns ``point`` (the index), one per axis (the dotted key; an axis holding a list or
+        a table has every value as JSON text), the outcome keys and, for stochastic methods, ``<key>_se`` and the point's
         ``seed`` (:func:`relsim.sweep.point_seed`). ``frame.attrs["sweep"]`` holds
         ``{"points", "computed", "skipped", "out"}``.
 
@@ -244,7 +244,7 @@ def _frame(grid: Grid, entry: Method, done: Mapping[int, Mapping[str, Any]]) -> 
     columns: dict[str, list[Any]] = {"point": list(indices)}
     points = [grid.point(i) for i in indices]
     for name in grid.axis_names:
-        columns[name] = [_cell(point[name]) for point in points]
+        columns[name] = _axis_column([point[name] for point in points])
     for key in entry.columns:
         columns[key] = [done[i][key] for i in indices]
     frame = pd.DataFrame(columns)
@@ -253,8 +253,11 @@ def _frame(grid: Grid, entry: Method, done: Mapping[int, Mapping[str, Any]]) -> 
     return frame
 
 
-def _cell(value: Any) -> Any:
-    """An axis value for a column: scalars as they are, lists and tables as JSON text."""
-    if isinstance(value, (list, tuple, Mapping)):
-        return json.dumps(value, separators=(", ", ": "))
-    return value
+def _axis_column(values: list[Any]) -> list[Any]:
+    """An axis's column: its values as they are when they are all numbers (or all text);
+    otherwise every value as JSON text (a per-step list, a table, or a mix), so that the
+    column has one type and parquet can hold it."""
+    text = [isinstance(value, str) for value in values]
+    if all(isinstance(value, (bool, int, float, str)) for value in values) and len(set(text)) == 1:
+        return values
+    return [json.dumps(value, separators=(", ", ": ")) for value in values]
