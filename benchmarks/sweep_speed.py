@@ -13,7 +13,8 @@ Prints two tables:
 2. the wall time of an 8-point simulate sweep (each point single-threaded) on a running
    ``LocalCluster`` of 1 and of 2 workers, and the ratio. Goal: 2 workers >= 1.7x faster.
    The cluster's start-up (seconds, paid once per ``relsim sweep --workers N``) is printed
-   apart.
+   apart, and so is how many cores the workers actually got (their CPU seconds over the
+   wall time): on a busy machine that, not the sweep, caps the speed-up.
 
 Best of R rounds after a warm one, the variants taken in turn each round (imports, the Monte Carlo kernels, the workers' first import).
 On a shared machine the ratios move with the load; benchmarks/README.md says where the
@@ -126,17 +127,29 @@ def main() -> None:
             start = time.perf_counter()
             clusters.append(cluster(workers))
             started.append(time.perf_counter() - start)
-        rows = [(str(workers), lambda client=client: sweep(sim, scheduler=client))
+        cpu = {1: [], 2: []}
+
+        def timed(workers, client):
+            before = sum(client.run(time.process_time).values())
+            start = time.perf_counter()
+            sweep(sim, scheduler=client)
+            wall = time.perf_counter() - start
+            cpu[workers].append((sum(client.run(time.process_time).values()) - before) / wall)
+
+        rows = [(str(workers), lambda workers=workers, client=client: timed(workers, client))
                 for workers, (_, client) in zip((1, 2), clusters)]
         times = interleaved(rows, args.repeat)
     finally:
         for local, client in clusters:
             client.close()
             local.close()
-    print("| workers | cluster start s | sweep s | speed-up |")
-    print("| ---: | ---: | ---: | ---: |")
+    print("| workers | cluster start s | sweep s | speed-up | cores the workers got |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
     for (workers, seconds), start in zip(times, started):
-        print(f"| {workers} | {start:.2f} | {seconds:.2f} | {times[0][1] / seconds:.2f}x |")
+        got = sorted(cpu[int(workers)])[len(cpu[int(workers)]) // 2]
+        print(f"| {workers} | {start:.2f} | {seconds:.2f} | {times[0][1] / seconds:.2f}x | {got:.2f} |")
+    print("\n(cores the workers got: the workers' CPU seconds over the wall time, median of the"
+          " rounds; below the worker count, the machine was busy with other work.)")
 
 
 if __name__ == "__main__":
