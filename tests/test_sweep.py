@@ -414,3 +414,27 @@ def test_table_and_per_step_list_axes_are_json_text_columns(tmp_path):
     # a per-step p with a perfect verifier and one retry: the product of 1 - (1-p)^2 (closed form)
     assert frame["success"].iloc[0] == pytest.approx((1 - 0.1**2) ** 2 * (1 - 0.5**2), rel=1e-12)
     assert frame["success"].iloc[1] == pytest.approx((1 - 0.2**2) ** 3, rel=1e-12)
+
+
+def test_cli_ctrl_c_keeps_the_finished_points_and_the_rerun_resumes(tmp_path, capsys, monkeypatch):
+    import relsim.sweep as package
+
+    real = package.sweep
+
+    def interrupted_after_one_batch(*args, **kwargs):
+        def progress(count):
+            raise KeyboardInterrupt  # as Ctrl-C while the next batch runs
+
+        return real(*args, **{**kwargs, "progress": progress})
+
+    grid = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
+    out = str(tmp_path / "r.csv")
+    monkeypatch.setattr(package, "sweep", interrupted_after_one_batch)
+    assert main(["sweep", grid, "-o", out]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run the same command again" in err
+    monkeypatch.setattr(package, "sweep", real)
+    assert main(["sweep", grid, "-o", out, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["skipped"] == 8 and summary["computed"] == 24  # batches of 32 / 4 points
+    pd.testing.assert_frame_equal(pd.read_csv(out), sweep(grid))
