@@ -79,12 +79,12 @@ def pareto(
                 text = ", ".join(f"{name.rsplit('.', 1)[-1]} {_format(row[name])}" for name in names)
             # labels below-right of their point, staggered so that neighbours do not overlap
             ax.annotate(text, (row[cost], row[value]), textcoords="offset points",
-                        xytext=(8, -12 - 11 * (rank % 4)), fontsize=7, color="tab:red",
+                        xytext=(8 + 12 * (rank % 2), -12 - 11 * (rank % 4)), fontsize=7, color="tab:red",
                         arrowprops={"arrowstyle": "-", "color": "tab:red", "alpha": 0.4, "lw": 0.6})
     ax.set_xlabel(LABELS.get(cost, cost))
     ax.set_ylabel(LABELS.get(value, value))
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")
     return ax
 
 
