@@ -32,6 +32,7 @@ import itertools
 import json
 import math
 import numbers
+import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -91,16 +92,26 @@ def scenario_keys() -> tuple[str, ...]:
 
 def _dataclass_keys(cls: type, prefix: str) -> list[str]:
     keys: list[str] = []
-    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         name = f"{prefix}{f.name}"
         keys.append(name)
-        hint = hints.get(f.name)
-        options = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else (hint,)
-        for option in options:
+        for option in _field_types(cls, f):
             if isinstance(option, type) and dataclasses.is_dataclass(option):
                 keys.extend(_dataclass_keys(option, f"{name}."))
     return keys
+
+
+def _field_types(cls: type, f: dataclasses.Field) -> tuple[Any, ...]:
+    """The types a field's annotation allows (``Verifier | None`` -> Verifier, NoneType)."""
+    try:
+        hint = typing.get_type_hints(cls)[f.name]
+    except Exception:  # an annotation naming a type only imported for type checkers
+        namespace = vars(sys.modules[cls.__module__])
+        text = f.type if isinstance(f.type, str) else ""
+        return tuple(namespace.get(part.strip()) for part in text.split("|"))
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return typing.get_args(hint)
+    return (hint,)
 
 
 @dataclass(frozen=True)
