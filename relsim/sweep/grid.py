@@ -123,7 +123,8 @@ class Grid:
     base : mapping
         The base scenario in file form (docs/model.md section 4), before any axis is applied.
     axes : tuple of (str, tuple)
-        Each axis: its dotted scenario key and the values it takes, in file order.
+        Each axis, in file order: its dotted scenario key (or several joined by commas, which
+        move together: each value is then a list of one value per key) and its values.
     method : str
         ``"exact"``, ``"simulate"`` or ``"timeline"``.
     mode : str
