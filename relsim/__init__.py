@@ -40,6 +40,7 @@ _EXPORTS = {
     "Infra": "relsim.scenario_time",
     "Duration": "relsim.scenario_time",
     "Backoff": "relsim.scenario_time",
+    "sweep": "relsim.sweep",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

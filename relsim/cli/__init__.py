@@ -29,6 +29,7 @@ COMMANDS = {
     "power": "relsim.cli.trials",
     "levers": "relsim.cli.levers",
     "report": "relsim.cli.report",
+    "sweep": "relsim.cli.sweep",
 }
 
 

@@ -1,0 +1,87 @@
+"""``relsim sweep``: judge every design of a grid file, resumably, here or on a dask cluster.
+
+::
+
+    relsim sweep GRID.toml -o OUT.parquet|OUT.csv [--workers N | --scheduler ADDRESS] [--json]
+
+Writes one row per point to OUT (``relsim.sweep``) and prints the cost-reliability frontier
+(``--json``: ``{"points", "computed", "skipped", "out"}``). Finished points are kept in
+``OUT.journal.jsonl`` as they finish; the same command run again after an interruption
+computes only the missing ones. A progress bar goes to stderr when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from relsim.cli._args import EXIT_OK, positive_int, print_json
+
+#: Exit status of a sweep stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="judge every design of a grid file; the cost-reliability frontier",
+        description=(
+            "Build every point of a grid file (a base scenario and axes of dotted scenario "
+            "keys), judge each with the grid's method (exact or simulate), write one row per "
+            "point to OUT (.parquet or .csv) and print the frontier of cost per success "
+            "against success. Interrupted, the same command resumes where it stopped."
+        ),
+    )
+    parser.add_argument("grid", metavar="GRID", help="a grid file (TOML)")
+    parser.add_argument("-o", "--out", required=True, metavar="OUT",
+                        help="where to write the rows: a .parquet or .csv file")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=positive_int, metavar="N",
+                       help="run on a local dask cluster of N worker processes")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run on an existing dask cluster (e.g. tcp://host:8786)")
+    parser.add_argument("--json", action="store_true", help="print one JSON summary object")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from relsim.sweep import Grid, frontier, sweep
+    from relsim.sweep.store import journal_path
+
+    grid = Grid.from_toml(args.grid)
+    bar = _progress_bar(len(grid))
+    try:
+        frame = sweep(grid, args.out, workers=args.workers, scheduler=args.scheduler,
+                      progress=None if bar is None else bar.update)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        print(f"relsim: interrupted: finished points are kept in {journal_path(args.out)}; "
+              "run the same command again to compute the rest", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if bar is not None:
+        bar.close()
+    summary = frame.attrs["sweep"]
+    if args.json:
+        print_json(summary)
+        return EXIT_OK
+    print(f"{summary['points']} points ({grid.method}): computed {summary['computed']}, "
+          f"skipped {summary['skipped']} already in the journal; rows in {summary['out']}")
+    best = frontier(frame)
+    columns = ["point", *grid.axis_names, "success", "cost_per_success"]
+    print()
+    print(f"frontier: {len(best)} of {len(frame)} designs are not beaten on both "
+          "success and cost per success")
+    print(best[columns].to_string(index=False))
+    return EXIT_OK
+
+
+def _progress_bar(points: int) -> Any:
+    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=points, unit="point", file=sys.stderr, leave=False)

@@ -1,0 +1,263 @@
+"""Running a grid: in this process, on a dask ``LocalCluster``, or on an existing cluster.
+
+The points to compute (those the journal lacks) are cut into batches: one point per task for
+the slow methods, many for the cheap exact engine, so that dask's scheduling (about a
+millisecond a task) does not dominate. Each finished batch goes to the journal at once, so an
+interruption loses at most the batches in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import numbers
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+from relsim.errors import RelsimError, invalid
+from relsim.sweep.grid import Grid
+from relsim.sweep.methods import Method, method, run_batch
+from relsim.sweep.store import Journal, check_output, journal_path, write_frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["sweep"]
+
+#: The most points of a cheap method in one task: enough that a task's work (about 1 ms a
+#: point) dwarfs dask's overhead per task, few enough that an interruption loses little.
+MAX_BATCH = 100
+#: Batches per worker for a cheap method, so that workers finishing early find more work.
+BATCHES_PER_WORKER = 4
+#: Seconds to wait for a dask scheduler given by address before giving up.
+CONNECT_TIMEOUT = 10
+#: The most local worker processes (far above any machine's cores; guards typos).
+MAX_WORKERS = 1024
+#: The most points in one task when ``batch`` is given.
+MAX_POINTS_PER_TASK = 1_000_000
+
+
+def sweep(
+    grid: Grid | str | Path | Mapping[str, Any],
+    out: str | Path | None = None,
+    *,
+    workers: int | None = None,
+    scheduler: Any = None,
+    batch: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> "pd.DataFrame":
+    """Judge every point of a grid; one row per point.
+
+    Parameters
+    ----------
+    grid : Grid, path or mapping
+        The grid (a path is read with :meth:`Grid.from_toml`, a mapping with
+        :meth:`Grid.from_dict`). Every point is validated before anything runs.
+    out : path or None
+        Where to write the rows: ``.parquet`` or ``.csv``. The sweep is then resumable: each
+        finished point is appended to ``OUT.journal.jsonl`` at once, and a sweep run again with
+        the same grid computes only the points the journal lacks (a journal of another grid or
+        base scenario is refused). None: keep nothing on disk.
+    workers : int or None
+        Run on a dask ``LocalCluster`` of this many worker processes (one thread each).
+    scheduler : str, distributed.Client or None
+        Run on an existing dask cluster: its scheduler's address (``tcp://host:8786``) or a
+        connected ``Client``. The workers need relsim installed. Without ``workers`` and
+        ``scheduler`` the points run one after another in this process.
+    batch : int or None
+        Points per task; None: one for the stochastic methods, up to ``MAX_BATCH`` for exact.
+    progress : callable or None
+        Called with the number of points each finished batch added (first with the number
+        the journal already held, when it held any). An exception raised from it stops the
+        sweep; the points finished so far stay in the journal.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``point`` (the index), one per axis (the dotted key; an axis holding a list or
+        a table has every value as JSON text), the outcome keys and, for stochastic methods, ``<key>_se`` and the point's
+        ``seed`` (:func:`relsim.sweep.point_seed`). ``frame.attrs["sweep"]`` holds
+        ``{"points", "computed", "skipped", "out"}``.
+
+    Notes
+    -----
+    A point's numbers depend only on its scenario and its seed, never on the workers, the
+    batches or the order: point ``i`` of a simulate sweep is
+    ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``.
+
+    Examples
+    --------
+    >>> frame = sweep({"base": {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}},
+    ...                "axes": {"retries.per_step": [0, 2]}})
+    >>> frame[["retries.per_step", "success"]].round(6).values.tolist()
+    [[0.0, 0.071790], [2.0, 0.975298]]
+    """
+    grid = _as_grid(grid)
+    entry = method(grid.method)
+    if workers is not None:
+        _check_count("workers", workers, MAX_WORKERS)
+        if scheduler is not None:
+            raise RelsimError("workers: give workers (a local cluster) or scheduler, not both")
+    if batch is not None:
+        _check_count("batch", batch, MAX_POINTS_PER_TASK)
+    journal = None
+    if out is not None:
+        out = check_output(out)
+        journal = Journal.open(journal_path(out), _manifest(grid))
+    done: dict[int, dict[str, Any]] = dict(journal.done) if journal is not None else {}
+    skipped = len(done)
+    todo = [index for index in range(len(grid)) if index not in done]
+    computed = 0
+    try:
+        if skipped and progress is not None:
+            progress(skipped)
+        if todo:
+            runner = _dask if workers is not None or scheduler is not None else _local
+            with contextlib.closing(runner(grid, entry, todo, batch, workers, scheduler)) as batches:
+                for rows in batches:
+                    if journal is not None:
+                        journal.append(rows)
+                    for index, row in rows:
+                        done.setdefault(index, row)
+                    computed += len(rows)
+                    if progress is not None:
+                        progress(len(rows))
+    finally:
+        if journal is not None:
+            journal.close()
+    frame = _frame(grid, entry, done)
+    if out is not None:
+        write_frame(frame, out)
+    frame.attrs["sweep"] = {
+        "points": len(grid),
+        "computed": computed,
+        "skipped": skipped,
+        "out": None if out is None else str(out),
+    }
+    return frame
+
+
+def _as_grid(grid: Any) -> Grid:
+    if isinstance(grid, Grid):
+        return grid
+    if isinstance(grid, (str, Path)):
+        return Grid.from_toml(grid)
+    if isinstance(grid, Mapping):
+        return Grid.from_dict(grid)
+    raise invalid("grid", "a relsim.sweep.Grid, a grid file or a mapping", grid)
+
+
+def _check_count(key: str, value: Any, high: int) -> None:
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not (ok and 1 <= value <= high):
+        raise invalid(key, f"an integer in 1..{high}", value)
+
+
+def _manifest(grid: Grid) -> dict[str, Any]:
+    from relsim import __version__
+
+    return {
+        **grid.fingerprint(),
+        "points": len(grid),
+        "method": grid.method,
+        "relsim": __version__,
+        "source": grid.source,
+    }
+
+
+def _batches(todo: Sequence[int], entry: Method, workers: int, batch: int | None) -> list[list[int]]:
+    if batch is None:
+        batch = 1
+        if entry.cheap:
+            batch = max(1, min(MAX_BATCH, math.ceil(len(todo) / (workers * BATCHES_PER_WORKER))))
+    return [list(todo[start : start + batch]) for start in range(0, len(todo), batch)]
+
+
+Rows = list[tuple[int, dict[str, Any]]]
+
+
+def _local(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
+           workers: Any, scheduler: Any) -> Iterator[Rows]:
+    """Every batch in this process, in index order (the scenarios are the validated ones)."""
+    for indices in _batches(todo, entry, 1, batch):
+        yield run_batch(entry.name, grid.trials, [(i, grid.scenario(i), grid.seed_of(i)) for i in indices])
+
+
+def _dask(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
+          workers: int | None, scheduler: Any) -> Iterator[Rows]:
+    """Every batch as a dask task; results in the order they finish."""
+    from distributed import Client, LocalCluster, as_completed
+
+    cluster = client = None
+    futures: list[Any] = []
+    try:
+        if isinstance(scheduler, Client):
+            own, client = False, scheduler
+        elif scheduler is not None:
+            own = True
+            client = _connect(Client, scheduler)
+        else:
+            own = True
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                # No dashboard; the scheduler's small HTTP server on a free port, not 8787.
+                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster)
+        count = workers or max(1, len(client.scheduler_info().get("workers", {})))
+        for indices in _batches(todo, entry, count, batch):
+            points = [(i, grid.scenario_dict(i), grid.seed_of(i)) for i in indices]
+            futures.append(client.submit(run_batch, entry.name, grid.trials, points, pure=False))
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)
+            if own:
+                client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _connect(client_class: Any, address: Any) -> Any:
+    if not isinstance(address, str):
+        raise invalid("scheduler", "a dask scheduler address such as tcp://host:8786, or a Client", address)
+    try:
+        return client_class(address, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as error:
+        raise RelsimError(
+            f"scheduler: cannot connect to {address!r} within {CONNECT_TIMEOUT} s ({error})"
+        ) from None
+
+
+def _frame(grid: Grid, entry: Method, done: Mapping[int, Mapping[str, Any]]) -> "pd.DataFrame":
+    import pandas as pd
+
+    indices = range(len(grid))
+    columns: dict[str, list[Any]] = {"point": list(indices)}
+    points = [grid.point(i) for i in indices]
+    for name in grid.axis_names:
+        columns[name] = _axis_column([point[name] for point in points])
+    for key in entry.columns:
+        columns[key] = [done[i][key] for i in indices]
+    frame = pd.DataFrame(columns)
+    if "seed" in frame:
+        frame["seed"] = frame["seed"].astype("int64")
+    return frame
+
+
+def _axis_column(values: list[Any]) -> list[Any]:
+    """An axis's column: its values as they are when they are all numbers (or all text);
+    otherwise every value as JSON text (a per-step list, a table, or a mix), so that the
+    column has one type and parquet can hold it."""
+    text = [isinstance(value, str) for value in values]
+    if all(isinstance(value, (bool, int, float, str)) for value in values) and len(set(text)) == 1:
+        return values
+    return [json.dumps(value, separators=(", ", ": ")) for value in values]

@@ -1,0 +1,409 @@
+"""Grid files: a base scenario, the axes to vary, and the method that judges every point.
+
+A grid is read from TOML (:meth:`Grid.from_toml`) or a mapping (:meth:`Grid.from_dict`)::
+
+    base = "production_agent.toml"   # a scenario file, relative to the grid file; or a [base] table
+    method = "exact"                 # exact | simulate | timeline (when that engine is installed)
+    trials = 200000                  # simulate / timeline: trials per point
+    seed = 1                         # simulate / timeline: the grid's seed
+    mode = "product"                 # product (default): every combination; zip: the axes side by side
+    [axes]
+    "verifier.miss" = [0.0, 0.02, 0.05, 0.1]
+    "retries.per_step" = [0, 1, 2, 3]
+
+Axis names are dotted scenario keys (docs/model.md section 4, and section 7's tables once the
+scenario has them). Keys that must move together, such as a verifier's error rates and its
+price, form one axis named by the keys joined with commas, each value a list of one value per
+key::
+
+    "verifier.miss,cost.verify" = [[0.1, 0.002], [0.02, 0.03]]
+
+Every point is built with ``Scenario.from_dict`` and validated when the grid is loaded, before
+anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import numbers
+import sys
+import types
+import typing
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+from relsim.errors import RelsimError, invalid, show
+from relsim.scenario import Scenario, ScenarioError
+
+__all__ = ["Grid", "MAX_POINTS", "point_seed", "scenario_keys"]
+
+#: The most points one grid may have: far above any design review, low enough that a typo in
+#: an axis (a product of ten long lists) is an error rather than a run that never ends.
+MAX_POINTS = 1_000_000
+#: The largest grid seed (seeds are numpy SeedSequence entropy; 2**63 keeps them in int64).
+MAX_SEED = 2**63 - 1
+#: The most trials per point (the Monte Carlo engine's own limits apply below this).
+MAX_TRIALS = 10**10
+
+_GRID_KEYS = ("base", "method", "trials", "seed", "mode", "axes")
+_MODES = ("product", "zip")
+
+
+def point_seed(grid_seed: int, index: int) -> int:
+    """The seed of point ``index`` of a grid seeded with ``grid_seed``.
+
+    The first 63 bits of ``SeedSequence(grid_seed, spawn_key=(index,))`` (the ``index``-th
+    child of ``SeedSequence(grid_seed).spawn``): independent streams for the points, and a
+    point's numbers do not depend on which other points run, on how many workers, or in which
+    order. The point alone is ``relsim simulate POINT.toml --seed <point_seed> ...``.
+
+    Examples
+    --------
+    >>> point_seed(1, 0) == point_seed(1, 0) != point_seed(1, 1)
+    True
+    """
+    import numpy as np
+
+    state = np.random.SeedSequence(grid_seed, spawn_key=(index,)).generate_state(1, np.uint64)
+    return int(state[0] >> np.uint64(1))
+
+
+def scenario_keys() -> tuple[str, ...]:
+    """Every dotted key a scenario has: its top-level keys, its tables and their keys.
+
+    Read from the ``Scenario`` dataclass itself, so a table added to the scenario (such as
+    docs/model.md section 7's ``timing``) becomes a valid axis with no change here.
+
+    Examples
+    --------
+    >>> "verifier.miss" in scenario_keys(), "correlation.confusion.enter" in scenario_keys()
+    (True, True)
+    """
+    return tuple(_dataclass_keys(Scenario, ""))
+
+
+def _dataclass_keys(cls: type, prefix: str) -> list[str]:
+    keys: list[str] = []
+    for f in dataclasses.fields(cls):
+        name = f"{prefix}{f.name}"
+        keys.append(name)
+        for option in _field_types(cls, f):
+            if isinstance(option, type) and dataclasses.is_dataclass(option):
+                keys.extend(_dataclass_keys(option, f"{name}."))
+    return keys
+
+
+def _field_types(cls: type, f: dataclasses.Field) -> tuple[Any, ...]:
+    """The types a field's annotation allows (``Verifier | None`` -> Verifier, NoneType)."""
+    try:
+        hint = typing.get_type_hints(cls)[f.name]
+    except Exception:  # an annotation naming a type only imported for type checkers
+        namespace = vars(sys.modules[cls.__module__])
+        text = f.type if isinstance(f.type, str) else ""
+        return tuple(namespace.get(part.strip()) for part in text.split("|"))
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return typing.get_args(hint)
+    return (hint,)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A sweep's grid: the base scenario, the axes, the mode and the method.
+
+    Attributes
+    ----------
+    base : mapping
+        The base scenario in file form (docs/model.md section 4), before any axis is applied.
+    axes : tuple of (str, tuple)
+        Each axis, in file order: its dotted scenario key (or several joined by commas, which
+        move together: each value is then a list of one value per key) and its values.
+    method : str
+        ``"exact"``, ``"simulate"`` or ``"timeline"``.
+    mode : str
+        ``"product"``: every combination, the last axis varying fastest; ``"zip"``: point ``i``
+        takes the ``i``-th value of every axis.
+    trials, seed : int or None
+        Trials per point and the grid's seed, for the stochastic methods.
+    source : str or None
+        The grid file, named in error messages.
+
+    Examples
+    --------
+    >>> grid = Grid.from_dict({"base": {"steps": 25, "p": 0.9}, "axes": {"p": [0.9, 0.95]}})
+    >>> len(grid), grid.point(1)
+    (2, {'p': 0.95})
+    """
+
+    base: Mapping[str, Any]
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    method: str = "exact"
+    mode: str = "product"
+    trials: int | None = None
+    seed: int | None = None
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        self._check()
+        self.scenarios  # build and validate every point now, before anything runs
+
+    # ------------------------------------------------------------------------ loading
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Grid":
+        """Read a grid file; ``base = "file.toml"`` is read relative to the grid file."""
+        path = Path(path)
+        data = _read_toml(path)
+        return cls.from_dict(data, source=str(path), base_dir=path.parent)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        source: str | None = None,
+        base_dir: str | Path | None = None,
+    ) -> "Grid":
+        """Build a grid from the file's structure (parsed TOML).
+
+        ``base`` is a scenario table, or a path to a scenario file resolved against
+        ``base_dir`` (the current directory when None). Errors name ``source`` when given.
+
+        Raises
+        ------
+        relsim.errors.RelsimError
+            For an unknown key (with the nearest valid name), a bad value, zip axes of
+            different lengths, or a point that makes an invalid scenario (naming the point).
+        """
+        try:
+            return _from_mapping(cls, data, source, Path(base_dir) if base_dir is not None else Path())
+        except RelsimError as error:
+            if source is None or str(error).startswith(f"{source}: "):
+                raise
+            raise type(error)(f"{source}: {error}") from None
+
+    # ------------------------------------------------------------------------ points
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """The scenario keys the axes set, one column each (a linked axis gives several)."""
+        return tuple(key for name, _ in self.axes for key in _keys(name))
+
+    @property
+    def stochastic(self) -> bool:
+        """True for the methods that draw trials (they need ``trials`` and ``seed``)."""
+        from relsim.sweep.methods import method
+
+        return method(self.method).stochastic
+
+    @cached_property
+    def _values(self) -> list[tuple[Any, ...]]:
+        columns = [values for _, values in self.axes]
+        if self.mode == "zip":
+            return list(zip(*columns))
+        return list(itertools.product(*columns))
+
+    def point(self, index: int) -> dict[str, Any]:
+        """The axis values of point ``index``: ``{dotted key: value}``."""
+        point: dict[str, Any] = {}
+        for (name, _), value in zip(self.axes, self._values[index]):
+            keys = _keys(name)
+            point.update(zip(keys, value) if len(keys) > 1 else [(name, value)])
+        return point
+
+    def scenario_dict(self, index: int) -> dict[str, Any]:
+        """The scenario of point ``index`` in file form: the base with the point's values."""
+        return copy.deepcopy(self._shallow_dict(index))
+
+    def _shallow_dict(self, index: int) -> dict[str, Any]:
+        # Copies only the tables on the axes' paths; the rest is shared with the base. Enough
+        # for Scenario.from_dict, which reads its input and never changes it, at a fraction
+        # of a deep copy's cost (which was a third of building a 1000-point grid).
+        data = dict(self.base)
+        for key, value in self.point(index).items():
+            _assign(data, key, value)
+        return data
+
+    def scenario(self, index: int) -> Scenario:
+        """The validated scenario of point ``index``."""
+        return self.scenarios[index]
+
+    def seed_of(self, index: int) -> int | None:
+        """Point ``index``'s seed (:func:`point_seed`), None for the exact method."""
+        return point_seed(self.seed, index) if self.stochastic else None
+
+    @cached_property
+    def scenarios(self) -> tuple[Scenario, ...]:
+        """Every point's scenario, built and validated (an invalid point is an error)."""
+        built = []
+        for index in range(len(self)):
+            try:
+                built.append(Scenario.from_dict(self._shallow_dict(index)))
+            except ScenarioError as error:
+                raise ScenarioError(f"point {index} ({self.describe(index)}): {error}") from None
+        return tuple(built)
+
+    def describe(self, index: int) -> str:
+        """``verifier.miss = 0.1, p = 0.9``: the point's axis values, for messages."""
+        return ", ".join(f"{key} = {show(value)}" for key, value in self.point(index).items())
+
+    # ------------------------------------------------------------------------ identity
+    def fingerprint(self) -> dict[str, str]:
+        """SHA-256 of what decides the results: ``{"grid": .., "base": ..}``.
+
+        ``grid`` covers the method, mode, axes, and for stochastic methods the trials and the
+        seed; ``base`` covers the base scenario's content (not its comments or layout). A
+        resumed sweep whose grid or base differs from the partial run's is refused.
+        """
+        grid: dict[str, Any] = {
+            "method": self.method,
+            "mode": self.mode,
+            "axes": [[name, list(values)] for name, values in self.axes],
+        }
+        if self.stochastic:
+            grid["trials"] = self.trials
+            grid["seed"] = self.seed
+        return {"grid": _digest(grid), "base": _digest(dict(self.base))}
+
+    # ------------------------------------------------------------------------ checks
+    def _check(self) -> None:
+        from relsim.sweep.methods import method
+
+        if self.mode not in _MODES:
+            raise invalid("mode", 'one of "product", "zip"', self.mode)
+        chosen = method(self.method)  # an unknown or unavailable method is an error here
+        if not self.axes:
+            raise RelsimError("axes: must be a table of at least one axis, got none")
+        if chosen.stochastic:
+            if self.trials is None:
+                raise RelsimError(f'trials: required with method = "{self.method}"')
+            if self.seed is None:
+                raise RelsimError(
+                    f'seed: required with method = "{self.method}" (the same seed gives the same numbers)'
+                )
+        if self.trials is not None:
+            _check_integer("trials", self.trials, 1, MAX_TRIALS)
+        if self.seed is not None:
+            _check_integer("seed", self.seed, 0, MAX_SEED)
+        known = scenario_keys()
+        names = self.axis_names
+        for name, values in self.axes:
+            keys = _keys(name)
+            for key in keys:
+                if key not in known:
+                    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    raise RelsimError(f"axes.{key}: unknown scenario key{hint}")
+            if not isinstance(values, (list, tuple)) or not values:
+                raise invalid(f"axes.{name}", "a non-empty list of values", list(values))
+            if len(keys) > 1:
+                for value in values:
+                    if not isinstance(value, (list, tuple)) or len(value) != len(keys):
+                        raise invalid(f"axes.{name}", f"a list of lists of {len(keys)} values (one per key)", value)
+        for position, key in enumerate(names):
+            for other in names[position + 1 :]:
+                if other == key or other.startswith(f"{key}.") or key.startswith(f"{other}."):
+                    raise RelsimError(f"axes.{other}: overlaps the axis '{key}' (give one of them)")
+        if self.mode == "zip":
+            lengths = {len(values) for _, values in self.axes}
+            if len(lengths) > 1:
+                sizes = ", ".join(f"{name}: {len(values)}" for name, values in self.axes)
+                raise RelsimError(f"axes: zip mode needs axes of one length, got {sizes}")
+        count = math.prod(len(values) for _, values in self.axes) if self.mode == "product" else len(self.axes[0][1])
+        if count > MAX_POINTS:
+            raise invalid("axes", f"a grid of at most {MAX_POINTS} points", count)
+
+
+# ------------------------------------------------------------------------------ helpers
+def _from_mapping(cls: type, data: Mapping[str, Any], source: str | None, base_dir: Path) -> Grid:
+    if not isinstance(data, Mapping):
+        raise RelsimError(f"a grid must be a table of keys, got {show(data)}")
+    for key in data:
+        if key not in _GRID_KEYS:
+            close = difflib.get_close_matches(str(key), _GRID_KEYS, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; allowed keys: {', '.join(_GRID_KEYS)}"
+            raise RelsimError(f"{key}: unknown key{hint}")
+    if "base" not in data:
+        raise RelsimError("base: required key is missing (a scenario file or a [base] table)")
+    base = data["base"]
+    if isinstance(base, str):
+        base = _read_toml(base_dir / base)
+    elif not isinstance(base, Mapping):
+        raise invalid("base", "a scenario file name or a table", base)
+    axes = data.get("axes", {})
+    if not isinstance(axes, Mapping):
+        raise invalid("axes", "a table of dotted scenario keys", axes)
+    method = data.get("method", "exact")
+    mode = data.get("mode", "product")
+    return cls(
+        base=copy.deepcopy(dict(base)),
+        axes=tuple((str(name), _axis_values(name, values)) for name, values in axes.items()),
+        method=method,
+        mode=mode,
+        trials=data.get("trials"),
+        seed=data.get("seed"),
+        source=source,
+    )
+
+
+def _keys(name: str) -> list[str]:
+    """The scenario keys of an axis: one, or several joined by commas (a linked axis)."""
+    return [key.strip() for key in name.split(",")]
+
+
+def _axis_values(name: str, values: Any) -> Any:
+    if isinstance(values, (list, tuple)):
+        return tuple(values)
+    raise invalid(f"axes.{name}", "a non-empty list of values", values)
+
+
+def _assign(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` of a scenario dict, creating the tables on its way."""
+    *tables, leaf = key.split(".")
+    node = data
+    for depth, table in enumerate(tables):
+        child = node.get(table)
+        if child is None:
+            child = node[table] = {}
+        elif not isinstance(child, Mapping):
+            raise ScenarioError(
+                f"{'.'.join(tables[: depth + 1])}: must be a table to set {key}, got {show(child)}"
+            )
+        else:
+            child = node[table] = dict(child)
+        node = child
+    node[leaf] = value
+
+
+def _check_integer(key: str, value: Any, low: int, high: int) -> None:
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not (ok and low <= value <= high):
+        raise invalid(key, f"an integer in {low}..{high}", value)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise RelsimError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise RelsimError(f"{path}: not UTF-8 text; TOML files must be UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise RelsimError(f"{path}: TOML syntax error: {error}") from None
+
+
+def _digest(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

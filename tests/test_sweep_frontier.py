@@ -1,0 +1,110 @@
+"""The cost-reliability frontier (against brute-force dominance) and the figure that draws it."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relsim.errors import RelsimError
+from relsim.sweep import frontier, pareto, sweep
+
+
+def brute_force_frontier(costs, values) -> set[int]:
+    """Rows that no row dominates, straight from the definition (NaN rows are out)."""
+    rows = [i for i in range(len(costs)) if not (math.isnan(costs[i]) or math.isnan(values[i]))]
+    keep = set()
+    for i in rows:
+        dominated = any(
+            costs[j] <= costs[i] and values[j] >= values[i] and (costs[j], values[j]) != (costs[i], values[i])
+            for j in rows
+        )
+        if not dominated:
+            keep.add(i)
+    return keep
+
+
+# few distinct values, so ties in cost, in value and in both are common
+numbers = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, math.inf, math.nan])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(numbers, numbers.filter(lambda v: v != math.inf)), max_size=25))
+def test_frontier_is_the_set_of_non_dominated_rows(pairs):
+    costs = [c for c, _ in pairs]
+    values = [v for _, v in pairs]
+    frame = pd.DataFrame({"cost_per_success": costs, "success": values}, dtype=float)
+    frame.index = frame.index * 10 + 3  # the original index is kept, whatever it is
+    best = frontier(frame)
+    assert {(i - 3) // 10 for i in best.index} == brute_force_frontier(costs, values)
+    assert best["cost_per_success"].is_monotonic_increasing
+    assert best["success"].is_monotonic_increasing
+
+
+def test_frontier_other_columns_and_all_columns_kept():
+    frame = pd.DataFrame({"expected_cost": [3.0, 1.0, 2.0], "silent_failure": [0.1, 0.2, 0.3],
+                          "name": ["a", "b", "c"]})
+    best = frontier(frame, cost="expected_cost", value="silent_failure")
+    assert best["name"].tolist() == ["b", "c"] and list(best.columns) == list(frame.columns)
+
+
+def test_frontier_bad_columns():
+    frame = pd.DataFrame({"cost_per_success": [1.0], "success": [0.5], "name": ["a"]})
+    with pytest.raises(RelsimError, match="cost: must be a column of the frame"):
+        frontier(frame, cost="price")
+    with pytest.raises(RelsimError, match="must be numeric columns"):
+        frontier(frame, value="name")
+    assert frontier(frame.iloc[[]]).empty
+
+
+GRID = {
+    "base": {"steps": 10, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
+             "cost": {"verify": 0.1}},
+    "axes": {"verifier.miss,cost.verify": [[0.2, 0.01], [0.1, 0.05], [0.02, 0.3], [0.0, 1.0]],
+             "retries.per_step": [0, 1, 2, 3], "p": [0.0, 0.9]},
+}
+
+
+def test_pareto_draws_every_design_and_the_frontier_through_its_rows():
+    frame = sweep(GRID)
+    ax = pareto(frame, annotate=["verifier.miss", "retries.per_step"])
+    try:
+        designs = next(c for c in ax.collections if c.get_gid() == "designs")
+        finite = frame[np.isfinite(frame["cost_per_success"])]  # p = 0: never succeeds, no place
+        assert len(finite) == len(frame) // 2
+        assert sorted(map(tuple, designs.get_offsets().tolist())) == sorted(
+            zip(finite["cost_per_success"], finite["success"]))
+        line = next(ln for ln in ax.lines if ln.get_gid() == "frontier")
+        best = frontier(frame)
+        assert np.isfinite(best["cost_per_success"]).all()
+        assert line.get_xydata().tolist() == best[["cost_per_success", "success"]].values.tolist()
+        assert len(best) >= 2
+        assert ax.get_xlabel() == "cost per success (scenario cost units)"
+        assert ax.get_ylabel() == "success (probability per trial)"
+        assert len(ax.texts) == len(best)
+        assert ax.texts[0].get_text().startswith("miss ")
+    finally:
+        plt.close(ax.figure)
+
+
+def test_pareto_on_given_axes_and_other_columns():
+    frame = sweep(GRID)
+    figure, ax = plt.subplots()
+    try:
+        assert pareto(frame, cost="expected_attempts", value="silent_failure", ax=ax) is ax
+        assert ax.get_xlabel() == "attempts per trial"
+        assert ax.get_ylabel() == "silent failure (probability per trial)"
+        line = next(ln for ln in ax.lines if ln.get_gid() == "frontier")
+        best = frontier(frame, cost="expected_attempts", value="silent_failure")
+        assert line.get_xydata().tolist() == best[["expected_attempts", "silent_failure"]].values.tolist()
+    finally:
+        plt.close(figure)
