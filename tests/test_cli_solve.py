@@ -104,8 +104,8 @@ def test_grid_with_miss_marks_infeasible_rows(capsys):
 @pytest.mark.parametrize(
     "argv, names",
     [
-        (["solve", "--steps", "0", "--target", "0.9"], ["--steps", "integer >= 1"]),
-        (["solve", "--steps", "2.5", "--target", "0.9"], ["--steps", "integer >= 1"]),
+        (["solve", "--steps", "0", "--target", "0.9"], ["--steps", "integer in 1..2**62"]),
+        (["solve", "--steps", "2.5", "--target", "0.9"], ["--steps", "integer in 1..2**62"]),
         (["solve", "--steps", "10", "--target", "1.5"], ["--target", "(0, 1]"]),
         (["solve", "--steps", "10", "--target", "nan"], ["--target", "(0, 1]"]),
         (["solve", "--steps", "10", "--target", "0"], ["--target", "(0, 1]"]),
@@ -132,7 +132,7 @@ def test_grid_with_miss_marks_infeasible_rows(capsys):
         (["solve", "design.toml", "--for", "p", "--p", "0.9", "--miss", "0.1"], ["--p", "--miss"]),
         (["solve", "design.toml", "--for", "nonsense"], ["--for", "retries"]),
         (["table", "--p", "0.9,1.2"], ["--p", "[0, 1]"]),
-        (["table", "--steps", "5,0"], ["--steps", "integers >= 1"]),
+        (["table", "--steps", "5,0"], ["--steps", "integers in 1..2**62"]),
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv, names, capsys):

@@ -25,6 +25,7 @@ from relsim.cli._args import (
     positive_int,
     print_json,
     probability,
+    step_count,
     target,
 )
 from relsim.errors import RelsimError, invalid
@@ -55,7 +56,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "scenario", nargs="?", metavar="SCENARIO", help="a scenario file (TOML) to plan --for"
     )
-    parser.add_argument("--steps", type=positive_int, help="steps in the task (integer >= 1)")
+    parser.add_argument(
+        "--steps", type=step_count, help="steps in the task (an integer in 1..2**62)"
+    )
     parser.add_argument("--target", type=target, help="end-to-end success wanted, in (0, 1]")
     parser.add_argument("--p", type=probability, help="per-attempt success, in [0, 1]")
     parser.add_argument(
