@@ -21,8 +21,9 @@ from relsim.scenario import Retries, Scenario, Verifier
 
 __all__ = ["QUANTITIES", "Plan"]  # and the private helpers the planners share
 
-#: Slack on ``success >= target``: rounding only, far below the engine's accuracy (1e-9).
-TOLERANCE = 1e-12
+#: Slack on ``success >= target``: none. Every planner judges a target by one rule,
+#: :func:`_reaches` (:func:`relsim.formulas.meets_target`), with no tolerance.
+TOLERANCE = 0.0
 #: Success that changes by less than this over a doubling of a budget has converged.
 CONVERGED = 1e-12
 #: The largest per-step retry budget any search tries.
@@ -38,6 +39,8 @@ BISECTION_WIDTH = 1e-9
 SCAN_INTERVALS = 16
 #: Allocation: an exact Pareto front larger than this switches to the bucketed method.
 MAX_FRONT = 20_000
+#: Allocation: the most memory (bytes) its tables may take; beyond, it refuses up front.
+MAX_MEMORY = 2 * 2**30
 #: Allocation: buckets of log-success in the bucketed dynamic programme ...
 BUCKETS = 65_536
 #: ... and in the surrogate solves of the general search (run many times).
@@ -69,6 +72,42 @@ def _goal(scenario: Scenario, target: float | None) -> float:
     return target
 
 
+class _Success(float):
+    """A success probability that carries its failure probability (silent + detected,
+    summed without the cancellation of ``1 - success``), for the target rule."""
+
+    failure: float
+
+    def __new__(cls, success: float, failure: float) -> "_Success":
+        value = super().__new__(cls, success)
+        value.failure = float(failure)
+        return value
+
+
+def _outcome_success(outcome: Outcome) -> _Success:
+    return _Success(outcome.success, outcome.silent_failure + outcome.detected_failure)
+
+
+def _reaches(success: float, goal: float) -> bool:
+    """The one target rule of every planner: ``log(success) >= log(goal)``, both logs from
+    the failure probability where it is small (:func:`relsim.formulas.meets_target`). So a
+    target a few ulps below 1 is judged by the failure probability, and target 1 is met only
+    by a design whose failure probability is exactly 0 (one that cannot fail)."""
+    failure = getattr(success, "failure", None)
+    if failure is None:  # a plain float: its complement, to rounding
+        failure = 1.0 - float(success)
+    if failure < 0.5:
+        log_success = math.log1p(-failure)
+    else:
+        log_success = math.log(success) if success > 0 else -math.inf
+    return formulas.meets_target(log_success, goal)
+
+
+def _log_goal(goal: float) -> float:
+    """``log(goal)`` to full relative accuracy (the target side of :func:`_reaches`)."""
+    return formulas._log_target(goal)
+
+
 def _evaluate(scenario: Scenario) -> Outcome:
     from relsim.exact import evaluate
 
@@ -85,8 +124,9 @@ def _is_chain(scenario: Scenario) -> bool:
     )
 
 
-def _success(scenario: Scenario) -> float:
-    """Exact success: the closed-form chain where it applies, else the engine."""
+def _success(scenario: Scenario) -> _Success:
+    """Exact success (with its failure probability, for :func:`_reaches`): the closed-form
+    chain where it applies, else the engine."""
     if _is_chain(scenario):
         chain = formulas.verified_chain(
             scenario.p_array,
@@ -94,8 +134,8 @@ def _success(scenario: Scenario) -> float:
             scenario.miss_array,
             scenario.false_reject_array,
         )
-        return float(chain.success)
-    return float(_evaluate(scenario).success)
+        return _Success(chain.success, chain.silent_failure + chain.detected_failure)
+    return _outcome_success(_evaluate(scenario))
 
 
 def _plan(
