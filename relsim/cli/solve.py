@@ -74,6 +74,12 @@ def add_parser(subparsers: Any) -> None:
         "--for", dest="for_", choices=FOR_CHOICES, help="what to plan for a SCENARIO file"
     )
     parser.add_argument(
+        "--objective",
+        choices=("cost_per_success", "expected_cost"),
+        help="what --for allocation minimises: cost per success (default; a failed trial is "
+        "run again) or expected cost per trial",
+    )
+    parser.add_argument(
         "--validate",
         type=positive_int,
         metavar="N",
@@ -87,6 +93,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.scenario is not None:
         return _run_scenario(args)
+    if getattr(args, "objective", None) is not None:
+        raise RelsimError("--objective: is what --for allocation minimises: give a SCENARIO file")
     if args.for_ is not None:
         raise RelsimError(
             "--for: plans a scenario file: give one, as in 'relsim solve design.toml --for "
@@ -131,6 +139,8 @@ def _run_scenario(args: argparse.Namespace) -> int:
         )
     if args.for_ is None:
         raise invalid("--for", f"one of {', '.join(FOR_CHOICES)} with a SCENARIO file", None)
+    if args.objective is not None and args.for_ != "allocation":
+        raise RelsimError("--objective: is what --for allocation minimises: use it with that")
     from relsim.cli.plan_command import run_scenario
 
     return run_scenario(args)
