@@ -892,6 +892,19 @@ def _shared_budget_one(a: float, q: float, ceiling: float, steps: int, budget: i
     return min(success, ceiling**steps)
 
 
+def _shared_budget_terms(a: np.ndarray, q: np.ndarray, steps: np.ndarray, budget: np.ndarray) -> float:
+    """About how many terms :func:`_shared_budget_one` sums, over every element: the
+    rejections before ``n`` acceptances are negative binomial (mean ``nq/(1-q)``, sd
+    ``sqrt(nq)/(1-q)``) and the sum stops about 15 sd past the mean, or at the budget."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        accept = 1.0 - q
+        mean = steps * q / accept
+        sd = np.sqrt(steps * q) / accept
+        needed = np.where(accept > 0, mean + 15.0 * sd + _CHUNK, np.inf)
+    needed = np.where((a == 0) | (q == 0) | (budget == 0), 0.0, needed)
+    return float(np.sum(np.minimum(needed, budget.astype(float))))
+
+
 def shared_budget_success(
     p: Any, steps: Any, budget: Any, miss: Any = 0.0, false_reject: Any = 0.0
 ) -> Any:
@@ -919,7 +932,9 @@ def shared_budget_success(
     -----
     Summed in log space in long double (terms from the ratio recurrence, so no factorials),
     and stopped once the remaining terms are below 1e-26 of the largest, so a huge budget costs
-    little. Relative error about 1e-16 on x86-64 (about 1e-13 for ``n`` in the thousands where
+    little. The work is estimated first (about :math:`nq/(1-q) + 15\sqrt{nq}/(1-q)` terms, or
+    ``B`` if fewer); beyond 5e7 terms in all (``steps`` and ``budget`` near 1e9) it raises a
+    ``RelsimError`` rather than run for minutes. Relative error about 1e-16 on x86-64 (about 1e-13 for ``n`` in the thousands where
     long double is plain double).
 
     Examples
@@ -937,6 +952,14 @@ def shared_budget_success(
     _broadcast(p=p, steps=steps, budget=budget, miss=miss, false_reject=false_reject)
     a, _, q, _, ceiling, _ = _verifier_rates(p, miss, false_reject)
     a, q, ceiling, steps, budget = np.broadcast_arrays(a, q, ceiling, steps, budget)
+    terms = _shared_budget_terms(a, q, steps, budget)
+    if terms > _MAX_TERMS:
+        raise invalid(
+            "budget",
+            f"small enough for a sum of at most {_MAX_TERMS:,} terms (these steps and "
+            f"budgets need about {terms:.3g}; a minute's work or more)",
+            int(budget.max()),
+        )
     out = np.empty(a.shape)
     for index in np.ndindex(a.shape):
         out[index] = _shared_budget_one(
@@ -1053,7 +1076,7 @@ def latent_difficulty_chain(alpha: Any, beta: Any, steps: Any) -> Any:
     alpha, beta : float or array_like
         The Beta parameters, finite numbers > 0 (mean :math:`\alpha/(\alpha+\beta)`).
     steps : int or array_like
-        Number of steps ``n``, an integer >= 0.
+        Number of steps ``n``, an integer in 0..10**8 (one factor each: about a second).
 
     Examples
     --------
@@ -1065,14 +1088,37 @@ def latent_difficulty_chain(alpha: Any, beta: Any, steps: Any) -> Any:
     scalar = _is_scalar(alpha, beta, steps)
     alpha = _positive(alpha, "alpha")
     beta = _positive(beta, "beta")
-    steps = _count(steps, "steps", low=0)
+    steps = _count(steps, "steps", low=0, high=_MAX_PRODUCT_STEPS)
     alpha, beta, steps = _broadcast(alpha=alpha, beta=beta, steps=steps)
+    if int(steps.sum(dtype=float)) > _MAX_PRODUCT_STEPS:
+        raise invalid(
+            "steps", f"at most {_MAX_PRODUCT_STEPS:,} summed over the array (the product's "
+            "factors)", int(steps.sum(dtype=float)),
+        )
     out = np.empty(alpha.shape)
     for index in np.ndindex(alpha.shape):
-        j = np.arange(int(steps[index]), dtype=float)
         total = alpha[index] + beta[index]
-        out[index] = np.exp(np.sum(np.log1p(-beta[index] / (total + j))))
+        log_sum = 0.0
+        for start in range(0, int(steps[index]), _CHUNK * 16):  # bounded memory
+            j = np.arange(start, min(int(steps[index]), start + _CHUNK * 16), dtype=float)
+            log_sum += float(np.sum(np.log1p(-beta[index] / (total + j))))
+        out[index] = math.exp(log_sum)
     return _out(out, scalar)
+
+
+#: logit_normal_chain: the largest task_sd (the trapezoid rule then takes 96,001 nodes) ...
+_MAX_TASK_SD = 1000.0
+#: ... and the most Gauss-Hermite nodes (numpy's hermegauss takes about 0.3 s for 1000, and
+#: overflows beyond a few thousand).
+_MAX_NODES = 1000
+#: latent_difficulty_chain: the most steps (a sum of that many logs, about a second).
+_MAX_PRODUCT_STEPS = 10**8
+#: shared_budget_success: the most terms of its sum (about ten seconds).
+_MAX_TERMS = 5 * 10**7
+#: confusion_chain: the most rounds of its recursion (steps + retries + 1: about a minute),
+#: and of element-rounds (broadcast elements x rounds).
+_MAX_ROUNDS = 10**6
+_MAX_RECURSION = 10**8
 
 
 def _quadrature(task_sd: float, nodes: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -1112,11 +1158,13 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
     steps : int or array_like
         Number of steps ``n``, an integer >= 0.
     task_sd : float or array_like
-        The logit-scale standard deviation :math:`\sigma`, a finite number >= 0.
+        The logit-scale standard deviation :math:`\sigma`, in [0, 1000] (beyond, every trial
+        is all or nothing to within rounding, and the rule would need millions of nodes).
     nodes : int or None, default None
         ``None``: the trapezoid rule on :math:`z \in [-12, 12]` with step
         :math:`0.25/\max(\sigma, 1)`, accurate to about 1e-12 relative. An integer:
-        Gauss-Hermite quadrature with that many nodes (what a Gauss-Hermite engine computes);
+        Gauss-Hermite quadrature with that many nodes, at most 1000 (what a Gauss-Hermite
+        engine computes);
         it converges slowly when :math:`\sigma` or ``n`` is large, because the integrand
         becomes a steep step in ``z``.
 
@@ -1132,10 +1180,15 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
     scalar = _is_scalar(p, steps, task_sd)
     p = _probability(p, "p")
     steps = _count(steps, "steps", low=0)
-    task_sd = _nonnegative(task_sd, "task_sd")
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))
-                              or nodes < 1):
-        raise invalid("nodes", "None or an integer >= 1", nodes)
+    task_sd = _ranged(
+        task_sd, "task_sd", f"a number in [0, {_MAX_TASK_SD:g}]",
+        lambda x: (x >= 0.0) & (x <= _MAX_TASK_SD),
+    )
+    if nodes is not None and (
+        isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))
+        or not 1 <= nodes <= _MAX_NODES
+    ):
+        raise invalid("nodes", f"None or an integer in 1..{_MAX_NODES}", nodes)
     p, steps, task_sd = _broadcast(p=p, steps=steps, task_sd=task_sd)
     out = np.empty(p.shape)
     for index in np.ndindex(p.shape):
@@ -1205,7 +1258,10 @@ def confusion_chain(
     enter, recover, factor : float or array_like
         The confusion parameters, each in [0, 1].
     retries : int or array_like, default 0
-        Retries per execution of a step, an integer >= 0. The work grows with it linearly.
+        Retries per execution of a step, an integer >= 0. The work grows with it linearly:
+        ``steps + retries + 1`` may be at most 1e6 (about a minute), and times the
+        broadcast size at most 1e8; beyond, a ``RelsimError`` says so rather than run for
+        minutes.
     miss, false_reject : float or array_like, default 0
         The verifier, as in :func:`verified_step`.
 
@@ -1236,6 +1292,15 @@ def confusion_chain(
         miss=miss, false_reject=false_reject,
     )
     shape = p.shape
+    rounds = int(steps.max(initial=0)) + int(retries.max(initial=0)) + 1
+    if rounds > _MAX_ROUNDS or p.size * rounds > _MAX_RECURSION:
+        raise invalid(
+            "steps",
+            f"such that steps + retries + 1 <= {_MAX_ROUNDS:,} and, times the array size, "
+            f"<= {_MAX_RECURSION:,} (the recursion runs step by step, about 60 us a step: "
+            "beyond, a minute's work or more)",
+            int(steps.max(initial=0)),
+        )
 
     def matrices(pi_focused, pi_confused):
         # after a correct attempt: focused stays; confused -> focused with recover
