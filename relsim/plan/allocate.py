@@ -101,9 +101,18 @@ def allocation(
 
     Examples
     --------
+    Per trial, the 0.99 step needs no retry (brute force agrees):
+
     >>> s = Scenario.from_dict({"steps": 3, "p": [0.9, 0.6, 0.99], "verifier": {"miss": 0.0}})
-    >>> allocation(s, 0.95).value  # brute force agrees; the 0.99 step needs no retry
+    >>> allocation(s, 0.95, objective="expected_cost").value
     (1, 3, 0)
+
+    Per success, behind this perfect verifier a retry always costs less than a rerun, so every
+    step retries until its success is within 1e-12 of 1:
+
+    >>> plan = allocation(s, 0.95)
+    >>> plan.value, plan.details["optimal"]
+    ((9, 29, 6), True)
     """
     goal = _goal(scenario, target)
     if objective not in OBJECTIVES:
