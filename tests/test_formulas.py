@@ -398,7 +398,7 @@ BAD = [
     (F.latent_difficulty_chain, (0.0, 1.0, 3), {}, "alpha: must be a finite number > 0"),
     (F.latent_difficulty_chain, (1.0, -1.0, 3), {}, "beta: must be a finite number > 0"),
     (F.logit_normal_chain, (0.9, 3, -1.0), {}, "task_sd: must be a number in [0, 1000]"),
-    (F.logit_normal_chain, (0.9, 3, 1.0), {"nodes": 0}, "nodes: must be None or an integer >= 1"),
+    (F.logit_normal_chain, (0.9, 3, 1.0), {"nodes": 0}, "nodes: must be None or an integer in 1..1000"),
     (F.confusion_chain, (0.9, 3, 1.5, 0.5, 0.5), {}, "enter: must be a probability"),
     (F.confusion_chain, (0.9, 3, 0.5, 0.5, 0.5), {"retries": -2}, "retries: must be an integer"),
     (F.checkpoint_interval, (0.9, -1.0), {}, "checkpoint_cost: must be a finite number >= 0"),
