@@ -56,10 +56,50 @@ SURROGATE_BISECTIONS = 6
 #: Checkpoints: every spacing is tried up to this many steps; beyond, a grid and a local walk.
 EXHAUSTIVE_CHECKPOINTS = 64
 
-def _goal(scenario: Scenario, target: float | None) -> float:
-    """The target to plan for: ``target``, else the scenario's; in (0, 1]."""
+#: Work estimate: exact evaluations each planner makes (an upper estimate for large scenarios:
+#: doubling and bisection over the budget, regula falsi, the spacing grid and walk, plus the
+#: diagnosis of an infeasible plan).
+EVALUATIONS = {
+    "retries": 25, "total": 30, "allocation": 40, "verifier": 60, "p": 30, "checkpoints": 30,
+}
+#: Work estimate: seconds of one unit (step x rollback round x confusion state) of the exact
+#: engine, measured on the development machine (benchmarks/exact_speed.py scale) ...
+SECONDS_PER_UNIT = 2.2e-5
+#: ... and the most seconds a plan may be estimated to take before it is refused.
+MAX_SECONDS = 60.0
+
+
+def _check_work(scenario: Scenario, for_: str) -> None:
+    """Refuse, before the search starts, a plan estimated to take over ``MAX_SECONDS``.
+
+    A chain of independent steps is searched with closed forms (one engine call at the end);
+    anything else costs ``EVALUATIONS[for_]`` exact evaluations of about ``SECONDS_PER_UNIT``
+    x steps x (rollbacks + 1) x (2 with confusion) seconds each."""
+    if _is_chain(scenario):
+        evaluations = 3
+    else:
+        evaluations = EVALUATIONS.get(for_, 30)
+    rollbacks = scenario.checkpoints.rollbacks if scenario.checkpoints is not None else 0
+    states = 2 if scenario.correlation.confusion is not None else 1
+    one = SECONDS_PER_UNIT * scenario.steps * (rollbacks + 1) * states
+    seconds = evaluations * one
+    if seconds > MAX_SECONDS:
+        raise RelsimError(
+            f"{for_}: planning this {scenario.steps}-step scenario needs about {evaluations} "
+            f"exact evaluations of about {one:.2g} s each (about {seconds / 60:.0f} minutes), "
+            f"over the planner's limit of {MAX_SECONDS / 60:.0f} minute; evaluate one design "
+            "with 'relsim evaluate', simulate it with 'relsim simulate', or plan a shorter "
+            "model of the task (fewer, coarser steps, or fewer rollbacks)"
+        )
+
+
+def _goal(scenario: Scenario, target: float | None, for_: str | None = None) -> float:
+    """The target to plan for: ``target``, else the scenario's; in (0, 1]. With ``for_``,
+    the plan's work is estimated first (:func:`_check_work`)."""
     if not isinstance(scenario, Scenario):
         raise invalid("scenario", "a Scenario", type(scenario).__name__)
+    if for_ is not None:
+        _check_work(scenario, for_)
     if target is None:
         target = scenario.target
     if target is None:

@@ -114,7 +114,7 @@ def allocation(
     >>> plan.value, plan.details["optimal"]
     ((9, 29, 6), True)
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "allocation")
     if objective not in OBJECTIVES:
         raise invalid("objective", f"one of {', '.join(OBJECTIVES)}", objective)
     if scenario.verifier is None:
@@ -183,8 +183,8 @@ def _check_size(scenario: Scenario) -> None:
     width = _budget_floor(scenario) + 1
     effect = scenario.has_random_effects
     cells = scenario.steps * width * (21 if effect else 1)
-    table = 8 * cells * 8  # float64 arrays, with numpy's temporaries
-    buckets = scenario.steps * (BUCKETS + 1) * 2 * 2  # the int16 choice table, twice
+    table = 8 * cells * 8  # eight float64 tables and temporaries of that size
+    buckets = scenario.steps * (BUCKETS + 1) * 2  # the int16 choice table of the programme
     need = table + buckets
     if need > _common.MAX_MEMORY:
         raise RelsimError(

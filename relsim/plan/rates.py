@@ -48,7 +48,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(plan.value, 6), plan.feasible  # solves (0.9 S_3)**25 = 0.95, q = 0.1 (1-m)
     (0.017645, True)
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "verifier")
     miss_plan = _rate_plan(scenario, goal, "miss")
     reject_plan = _rate_plan(scenario, goal, "false_reject")
     extra = {
@@ -81,7 +81,7 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(p(s, 0.9).value, 6)  # 0.9 ** (1/20): no verifier, success is p ** steps
     0.994746
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "p")
     return _probability_search(
         "p",
         scenario,

@@ -49,7 +49,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
     >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
     10
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "checkpoints")
     if scenario.checkpoints is None:
         raise RelsimError(
             "checkpoints: must be a [checkpoints] table in the scenario (with detect, "
