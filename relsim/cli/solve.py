@@ -8,6 +8,7 @@ With ``--p`` it plans one design (exit 3 when the target is out of reach, saying
 would make it reachable); without, it tabulates a grid of ``p``. Scenario form::
 
     relsim solve design.toml --for retries|total|allocation|verifier|p|checkpoints
+    relsim solve design.toml --for allocation [--objective cost_per_success|expected_cost]
 
 hands over to the planner (``relsim.cli.plan_command``).
 """

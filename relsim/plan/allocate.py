@@ -1,5 +1,6 @@
-"""Retry allocation: :func:`allocation`, per-step budgets of least expected cost that reach a
-target (exact for chains; a surrogate-guided search with branch and bound otherwise)."""
+"""Retry allocation: :func:`allocation`, per-step budgets of least cost per success (or,
+with ``objective="expected_cost"``, least expected cost per trial) that reach a target (exact
+for chains; a surrogate-guided search with branch and bound otherwise)."""
 
 from __future__ import annotations
 
