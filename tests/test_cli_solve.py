@@ -248,3 +248,21 @@ def test_flag_form_prints_the_one_chain_planner(capsys):
     code, result, _ = run_json(argv, capsys)
     assert code == 0 and result == plan_chain(12, 0.9, 0.8, miss=0.01).to_dict()
     assert not hasattr(solve_command, "_reason") and not hasattr(solve_command, "_remedies")
+
+
+def test_the_readme_lists_the_keys_solve_json_prints(capsys):
+    # issue 15 item 7: the README listed row keys that rows do not have
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### `relsim solve` (flag form)", 1)[1].split("\n### ", 1)[0]
+    one = section.split("With `--p`, the JSON keys are", 1)[1].split(". Without", 1)[0]
+    grid = section.split("Without `--p`:", 1)[1].split("each with the keys", 1)
+    code, with_p, _ = run_json(["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"],
+                               capsys)
+    assert set(re.findall(r"`(\w+)`", one)) - {"null"} == set(with_p)
+    code, table, _ = run_json(["solve", "--steps", "25", "--target", "0.95"], capsys)
+    assert set(re.findall(r"`(\w+)`", grid[0])) == set(table)
+    row_text = grid[1].split(".\n", 1)[0]
+    assert set(re.findall(r"`(\w+)`", row_text)) == set(table["rows"][0])
