@@ -60,7 +60,7 @@ EXHAUSTIVE_CHECKPOINTS = 64
 #: doubling and bisection over the budget, regula falsi, the spacing grid and walk, plus the
 #: diagnosis of an infeasible plan).
 EVALUATIONS = {
-    "retries": 25, "total": 30, "allocation": 40, "verifier": 60, "p": 30, "checkpoints": 30,
+    "retries": 25, "total": 30, "allocation": 40, "verifier": 80, "p": 30, "checkpoints": 30,
 }
 #: Work estimate: seconds of one unit (step x rollback round x confusion state) of the exact
 #: engine, measured on the development machine (benchmarks/exact_speed.py scale) ...

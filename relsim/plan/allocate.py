@@ -473,15 +473,17 @@ def _improve_locally(
         attempts = table.attempts[rows, budgets]
         passed = table.passed[rows, budgets]
         reach = np.concatenate([[1.0], np.cumprod(passed)[:-1]])
-        # cost of the steps after i, given step i is passed
-        after = np.zeros(n)
-        for i in range(n - 2, -1, -1):
-            after[i] = table.unit_cost[i + 1] * attempts[i + 1] + passed[i + 1] * after[i + 1]
-        cost = float(np.sum(table.unit_cost * attempts * reach))
+        # cost of the steps after i, given step i is passed: the suffix sum of
+        # c_j S_j reach_j over reach_{i+1} (reach >= success >= goal > 0: no underflow)
+        share = table.unit_cost * attempts * reach
+        suffix = np.concatenate([np.cumsum(share[::-1])[::-1][1:], [0.0]])
+        reach_next = np.concatenate([reach[1:], [1.0]])
+        after = suffix / reach_next
+        cost = float(np.sum(share))
         log_now = table.log_table[rows, budgets]
         total_log = float(np.sum(log_now))
         current = float(_score(cost, total_log, objective))
-        best_gain, best_move = 0.0, None
+        best_gain, best_move = -math.inf, None
         for move in moves:
             other = budgets + move
             can = (other >= table.low) & (other <= table.high)
@@ -492,10 +494,13 @@ def _improve_locally(
                 + (passed - table.passed[rows, other]) * after
             )
             gain = current - _score(new_cost, new_log, objective)
-            ok = can & (new_log >= log_goal) & (gain > 1e-15 * abs(current))
+            # a decrement that costs nothing is taken (the smaller budget), an increment only
+            # for a real gain: no move can undo the last one, so the search ends
+            needed = 0.0 if move < 0 else 1e-15 * abs(current)
+            ok = can & (new_log >= log_goal) & (gain >= needed) & ~((move > 0) & (gain <= 0))
             if np.any(ok):
                 i = int(np.argmax(np.where(ok, gain, -np.inf)))
-                if gain[i] > best_gain:
+                if best_move is None or gain[i] > best_gain:
                     best_gain, best_move = float(gain[i]), (i, move)
         if best_move is None:
             return budgets
