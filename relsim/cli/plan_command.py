@@ -102,9 +102,10 @@ def format_plan(result: Any, scenario_name: str = "") -> str:
         elif gap == 0.0:
             lines.append(f"  {'answer':<30} optimal")
         else:
+            weak = ", by monotonicity alone" if details.get("bound") else ""
             lines.append(
                 f"  {'answer':<30} a heuristic within {gap:.6g} of the optimum "
-                f"(lower bound {details['lower_bound']:.6f})"
+                f"(lower bound {details['lower_bound']:.6f}{weak})"
             )
         if details.get("why"):
             lines.append(f"  why: {details['why']}")

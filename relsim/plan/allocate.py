@@ -88,8 +88,10 @@ def allocation(
     the target and the surrogate's ceiling, or below the target when the surrogate is
     pessimistic) for the cheapest that reaches the target; uniform increments take over when
     even the surrogate's largest budgets fall short. Up to ``POLISH_TRIALS`` single-step
-    decrements follow, the largest surrogate saving first. No bound on the gap is known for
-    that heuristic. Up to ``BRANCH_AND_BOUND_STEPS`` steps, a branch and bound then searches
+    decrements follow, the largest surrogate saving first. That heuristic's gap is bounded by
+    monotonicity alone (two evaluations: the cost with every budget at 0, over the success
+    with every budget at ``MAX_BUDGET``), a valid but weak bound. Up to
+    ``BRANCH_AND_BOUND_STEPS`` steps, a branch and bound then searches
     the box of budgets up to the surrogate's per-step limits (or the heuristic's, if larger;
     never above a task-wide budget) with the heuristic as incumbent: a partial allocation
     whose objective bound (its cost with the remaining steps at 0, over its success with
@@ -130,13 +132,16 @@ def allocation(
         if uniform.feasible and _plan_score(uniform, objective) < _plan_score(plan, objective):
             budgets = (int(uniform.value),) * scenario.steps  # type: ignore[arg-type]
             method = "uniform budget (better than the search's answer)"
+            details = {**plan.details, "method": method}
+            if details.get("lower_bound") is not None:  # the bound holds for it too
+                details["gap"] = max(0.0, _plan_score(uniform, objective) - details["lower_bound"])
             plan = replace(
                 plan,
                 value=budgets,
                 success=uniform.success,
                 expected_cost=uniform.expected_cost,
                 scenario=uniform.scenario,
-                details={**plan.details, "method": method},
+                details=details,
             )
     if plan.feasible:
         details = {**plan.details, "objective": objective}
@@ -648,9 +653,30 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
         exact = _branch_and_bound(box, budgets, goal, outcome, objective)
         if exact is not None:
             budgets, method, gap = exact, "exact (branch and bound in the box of step limits)", 0.0
-    details = {"method": method, "gap": gap, "evaluations": len(evaluations)}
+    details: dict[str, Any] = {"method": method, "gap": gap}
+    if gap is None:  # a heuristic: bound it by monotonicity (a weak but valid bound)
+        bound = _monotone_bound(n, outcome, objective)
+        details.update(lower_bound=bound, gap=max(0.0, score(budgets) - bound))
+        details["bound"] = (
+            "cost with every budget at 0, over success with every budget at MAX_BUDGET: "
+            "valid for every allocation up to MAX_BUDGET per step, and weak"
+        )
+    details["evaluations"] = len(evaluations)
     design = _with_per_step(scenario, budgets)
     return _plan("allocation", budgets, design, goal, feasible=True, details=details)
+
+
+def _monotone_bound(
+    n: int, outcome: Callable[[Sequence[int]], Outcome], objective: str
+) -> float:
+    """A lower bound on the objective of every allocation in ``0..MAX_BUDGET`` per step:
+    expected cost and success are non-decreasing in every budget, so the cost is at least
+    that of all budgets at 0 and the success at most that of all at ``MAX_BUDGET``."""
+    low = float(outcome([0] * n).expected_cost)
+    if objective == "expected_cost":
+        return low
+    high = float(outcome([_common.MAX_BUDGET] * n).success)
+    return low / high if high > 0 else math.inf
 
 
 class _OutOfEvaluations(Exception):
