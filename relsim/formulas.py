@@ -40,6 +40,7 @@ __all__ = [
     "latent_difficulty_chain",
     "logit_normal_chain",
     "max_miss",
+    "meets_target",
     "min_p",
     "min_retries",
     "pass_at_k",
@@ -98,6 +99,10 @@ class ChainOutcome(NamedTuple):
 
 
 # ------------------------------------------------------------------------- input checks
+#: The largest count any closed form takes: int64 arithmetic on it stays exact.
+_MAX_COUNT = 2**62
+
+
 def _first_bad(x: np.ndarray, bad: np.ndarray) -> Any:
     """The first offending value, as a plain Python number for the message."""
     value = x[bad].flat[0] if x.ndim else x.item()
@@ -125,21 +130,29 @@ def _probability(value: Any, name: str) -> np.ndarray:
     return _ranged(value, name, "a probability in [0, 1]", lambda x: (x >= 0.0) & (x <= 1.0))
 
 
-def _count(value: Any, name: str, low: int = 0) -> np.ndarray:
-    allowed = f"an integer in {low}..2**62"  # the bound keeps int64 arithmetic exact
+def _count(value: Any, name: str, low: int = 0, high: int = _MAX_COUNT, allowed: str | None = None) -> np.ndarray:
+    """``value`` as int64 integers in ``low..high``, else a RelsimError.
+
+    Every integer type is range-checked *before* the cast to int64 (a ``numpy.uint64`` of
+    2**64-1 would otherwise wrap to -1), huge Python integers included."""
+    if allowed is None:
+        allowed = f"an integer in {low}..{_bound_text(high)}"
     x = np.asarray(value)
     if x.dtype.kind == "O":  # huge Python ints, or a list mixing ints and None
         x = _as_float(value, name, allowed)
     elif x.dtype.kind not in "iuf":  # text, booleans
         raise invalid(name, allowed, value)
     if x.dtype.kind == "f":
-        bad = ~np.isfinite(x) | (x != np.floor(x)) | (np.abs(x) >= 2.0**62)
-        if bad.any():
-            raise invalid(name, allowed, _first_bad(x, bad))
-    bad = x < low
+        bad = ~np.isfinite(x) | (x != np.floor(x)) | (x < low) | (x > high)
+    else:  # exact integer comparisons, signed or unsigned, with no cast first
+        bad = (x < low) | (x > high)
     if bad.any():
         raise invalid(name, allowed, _first_bad(x, bad))
     return x.astype(np.int64)
+
+
+def _bound_text(high: int) -> str:
+    return "2**62" if high == _MAX_COUNT else f"{high:_}".replace("_", ",")
 
 
 def _target(value: Any, name: str = "target") -> np.ndarray:
@@ -152,6 +165,21 @@ def _positive(value: Any, name: str) -> np.ndarray:
 
 def _nonnegative(value: Any, name: str) -> np.ndarray:
     return _ranged(value, name, "a finite number >= 0", lambda x: (x >= 0.0) & np.isfinite(x))
+
+
+def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+    """``np.broadcast_arrays`` of the named arrays; shapes that do not broadcast raise a
+    RelsimError naming the argument (numpy's own message names none)."""
+    shape: tuple[int, ...] = ()
+    names: list[str] = []
+    for name, x in arrays.items():
+        try:
+            shape = np.broadcast_shapes(shape, np.shape(x))
+        except ValueError:
+            allowed = f"an array that broadcasts against {', '.join(names)} (shape {shape})"
+            raise invalid(name, allowed, np.shape(x)) from None
+        names.append(name)
+    return np.broadcast_arrays(*arrays.values())
 
 
 def _is_scalar(*values: Any) -> bool:
@@ -193,6 +221,7 @@ def compound(p: Any, steps: Any) -> Any:
     scalar = _is_scalar(p, steps)
     p = _probability(p, "p")
     steps = _count(steps, "steps", low=0)
+    p, steps = _broadcast(p=p, steps=steps)
     return _out(np.power(p, steps), scalar)
 
 
@@ -246,6 +275,7 @@ def required_step_success(target: Any, steps: Any) -> Any:
     scalar = _is_scalar(target, steps)
     target = _target(target)
     steps = _count(steps, "steps", low=1)
+    target, steps = _broadcast(target=target, steps=steps)
     return _out(np.exp(np.log(target) / steps), scalar)
 
 
@@ -277,6 +307,7 @@ def retry_success(p: Any, retries: Any) -> Any:
     scalar = _is_scalar(p, retries)
     p = _probability(p, "p")
     retries = _count(retries, "retries", low=0)
+    p, retries = _broadcast(p=p, retries=retries)
     return _out(_at_least_one(p, retries + 1.0), scalar)
 
 
@@ -293,6 +324,7 @@ def pass_at_k(p: Any, k: Any) -> Any:
     scalar = _is_scalar(p, k)
     p = _probability(p, "p")
     k = _count(k, "k", low=1)
+    p, k = _broadcast(p=p, k=k)
     return _out(_at_least_one(p, k.astype(float)), scalar)
 
 
@@ -309,6 +341,7 @@ def pass_hat_k(p: Any, k: Any) -> Any:
     scalar = _is_scalar(p, k)
     p = _probability(p, "p")
     k = _count(k, "k", low=1)
+    p, k = _broadcast(p=p, k=k)
     return _out(np.power(p, k), scalar)
 
 
@@ -317,7 +350,7 @@ def _trials(n: Any, c: Any, k: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     n = _count(n, "n", low=1)
     c = _count(c, "c", low=0)
     k = _count(k, "k", low=1)
-    n, c, k = np.broadcast_arrays(n, c, k)
+    n, c, k = _broadcast(n=n, c=c, k=k)
     if (c > n).any():
         bad = c > n
         raise RelsimError(
@@ -523,6 +556,9 @@ def verified_step(p: Any, retries: Any, miss: Any = 0.0, false_reject: Any = 0.0
     scalar = _is_scalar(p, retries, miss, false_reject)
     p, miss, false_reject = _verifier_args(p, miss, false_reject)
     retries = _count(retries, "retries", low=0)
+    p, retries, miss, false_reject = _broadcast(
+        p=p, retries=retries, miss=miss, false_reject=false_reject
+    )
     s = _step(p, retries, miss, false_reject)
     return StepOutcome(
         success=_out(s.ceiling * s.reached, scalar),
@@ -550,6 +586,7 @@ def verified_ceiling(p: Any, miss: Any = 0.0, false_reject: Any = 0.0) -> Any:
     """
     scalar = _is_scalar(p, miss, false_reject)
     p, miss, false_reject = _verifier_args(p, miss, false_reject)
+    p, miss, false_reject = _broadcast(p=p, miss=miss, false_reject=false_reject)
     return _out(_verifier_rates(p, miss, false_reject)[4], scalar)
 
 
@@ -574,27 +611,84 @@ def _least_true(predicate: Callable[[int], bool], guess: int) -> int:
     return high
 
 
+def _log_target(target: float) -> float:
+    """``log(target)`` to full relative accuracy: ``log1p(-(1 - target))`` near 1, where
+    ``1 - target`` is exact in double precision (Sterbenz) and ``log`` would lose it."""
+    return math.log1p(-(1.0 - target)) if target > 0.5 else math.log(target)
+
+
+def _log_step_success(s: _Step) -> float:
+    """``log(ceiling * (1 - q**(r+1)))`` of one step, each factor's log from the form without
+    cancellation (``log1p`` of the small complement)."""
+    ceiling, wrong_share = float(s.ceiling), float(s.wrong_share)
+    reached, exhausted = float(s.reached), float(s.exhausted)
+    if ceiling == 0.0 or reached == 0.0:
+        return -math.inf
+    log_ceiling = math.log(ceiling) if ceiling < 0.5 else math.log1p(-wrong_share)
+    log_reached = math.log(reached) if reached < 0.5 else math.log1p(-exhausted)
+    return log_ceiling + log_reached
+
+
+def meets_target(log_success: float, target: float) -> bool:
+    r"""The one rule of every planner: a design meets ``target`` when its success is at least
+    the target, compared through logarithms computed to full relative accuracy.
+
+    .. math:: \log(\text{success}) \ge \log T
+
+    with both sides from the failure probability where it is small (``log1p``), so a target
+    within a few ulps of 1 (say ``1 - 2**-53``) is judged by the failure probability rather
+    than by a success that rounds to 1. A target of 1 is met only by a design that cannot
+    fail (log success exactly 0, which the planners also check structurally).
+
+    Parameters
+    ----------
+    log_success : float
+        The natural log of the design's success (``-inf`` for success 0).
+    target : float
+        The target, in (0, 1].
+
+    Examples
+    --------
+    >>> meets_target(math.log(0.96), 0.95), meets_target(math.log1p(-2**-54), 1 - 2**-53)
+    (True, True)
+    >>> meets_target(math.log1p(-2**-52), 1 - 2**-53)
+    False
+    """
+    return log_success >= _log_target(target)
+
+
 def _min_retries_one(p: float, steps: int, target: float, miss: float, false_reject: float):
-    def success(r: int) -> float:
+    log_goal = _log_target(target)
+
+    def meets(r: int) -> bool:
         s = _step(np.float64(p), r, np.float64(miss), np.float64(false_reject))
-        return float(np.power(s.ceiling * s.reached, steps))
+        return steps * _log_step_success(s) >= log_goal
 
     rates = _verifier_rates(np.float64(p), np.float64(miss), np.float64(false_reject))
-    _, _, q, accept, ceiling, _ = (float(x) for x in rates)
-    task_ceiling = float(np.power(ceiling, steps))
+    _, _, q, accept, ceiling, wrong_share = (float(x) for x in rates)
+    if ceiling == 0.0:
+        return None
+    log_ceiling = math.log(ceiling) if ceiling < 0.5 else math.log1p(-wrong_share)
     # success_r < ceiling for every finite r unless q == 0, so a target equal to the task
     # ceiling is reachable only in the limit: None (exactly as when the ceiling is below it).
-    if task_ceiling < target or (task_ceiling == target and q > 0.0):
+    if steps * log_ceiling < log_goal or (steps * log_ceiling == log_goal and q > 0.0):
         return None
     if q == 0.0:
         return 0
     log_q = math.log1p(-accept) if q > 0.5 else math.log(q)
-    gap = 1.0 - math.exp(math.log(target) / steps) / ceiling  # need q**(r+1) <= gap
+    # need q**(r+1) <= gap = 1 - T**(1/n) / ceiling, i.e. log(1 - gap) >= log_goal/n - log_ceiling
+    log_gap_complement = log_goal / steps - log_ceiling  # <= 0
+    gap = -math.expm1(log_gap_complement)
     if gap > 0.0:
-        guess = max(0, math.ceil(math.log(gap) / log_q) - 1)
+        estimate = math.log(gap) / log_q
+        if not math.isfinite(estimate):  # q within 1e-308 of 1: scale to stay finite
+            return math.ceil(math.log(gap) / (log_q * 2.0**100)) * 2**100
+        guess = max(0, math.ceil(estimate) - 1)
     else:  # float rounding at the ceiling: start where 1 - q**(r+1) rounds to 1
         guess = math.ceil(40.0 / -log_q)
-    return _least_true(lambda r: success(r) >= target, guess)
+    if guess > _MAX_COUNT:  # astronomically large: the closed form, to float precision
+        return guess
+    return _least_true(meets, guess)
 
 
 def min_retries(
@@ -635,9 +729,14 @@ def min_retries(
     Notes
     -----
     The closed form gives the starting point; the neighbours are then checked against the
-    definition itself (``verified_step(p, r, miss, false_reject).success ** steps >= target``,
-    evaluated exactly as :func:`verified_step` and :func:`compound` do), so the answer equals
-    a brute-force scan over ``r``.
+    definition itself with the planners' one rule (:func:`meets_target`): ``steps *
+    log(verified_step(p, r, miss, false_reject).success) >= log(target)``, each log taken
+    from the failure probability where it is small, so a target a few ulps below 1 gets the
+    budget exact arithmetic gives (``1 - 2**-53`` at ``p = 0.5`` over 25 steps needs 57
+    retries, though 53 already make the success round to 1). The answer equals a
+    brute-force scan over ``r`` with that rule. A budget above ``2**62`` (an agent that
+    almost never succeeds, such as ``p = 1e-300``) is returned from the closed form, to float
+    precision, without the scan.
 
     Examples
     --------
@@ -652,8 +751,8 @@ def min_retries(
     p, miss, false_reject = _verifier_args(p, miss, false_reject)
     steps = _count(steps, "steps", low=1)
     target = _target(target)
-    p, steps, target, miss, false_reject = np.broadcast_arrays(
-        p, steps, target, miss, false_reject
+    p, steps, target, miss, false_reject = _broadcast(
+        p=p, steps=steps, target=target, miss=miss, false_reject=false_reject
     )
     out = np.empty(p.shape)
     for index in np.ndindex(p.shape):
@@ -664,10 +763,9 @@ def min_retries(
             float(miss[index]),
             float(false_reject[index]),
         )
+        if scalar:
+            return r
         out[index] = np.nan if r is None else r
-    if scalar:
-        value = out.item()
-        return None if math.isnan(value) else int(value)
     return out
 
 
@@ -706,6 +804,9 @@ def max_miss(p: Any, steps: Any, target: Any, false_reject: Any = 0.0) -> Any:
     false_reject = _probability(false_reject, "false_reject")
     steps = _count(steps, "steps", low=1)
     target = _target(target)
+    p, steps, target, false_reject = _broadcast(
+        p=p, steps=steps, target=target, false_reject=false_reject
+    )
     step_target = np.exp(np.log(target) / steps)
     accept_correct = p * (1.0 - false_reject)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -743,6 +844,9 @@ def min_p(steps: Any, target: Any, miss: Any = 0.0, false_reject: Any = 0.0) -> 
     false_reject = _probability(false_reject, "false_reject")
     steps = _count(steps, "steps", low=1)
     target = _target(target)
+    steps, target, miss, false_reject = _broadcast(
+        steps=steps, target=target, miss=miss, false_reject=false_reject
+    )
     step_target = np.exp(np.log(target) / steps)
     gap = -np.expm1(np.log(target) / steps)  # 1 - T**(1/n) without cancellation
     denominator = (1.0 - false_reject) * gap + step_target * miss
@@ -788,6 +892,19 @@ def _shared_budget_one(a: float, q: float, ceiling: float, steps: int, budget: i
     return min(success, ceiling**steps)
 
 
+def _shared_budget_terms(a: np.ndarray, q: np.ndarray, steps: np.ndarray, budget: np.ndarray) -> float:
+    """About how many terms :func:`_shared_budget_one` sums, over every element: the
+    rejections before ``n`` acceptances are negative binomial (mean ``nq/(1-q)``, sd
+    ``sqrt(nq)/(1-q)``) and the sum stops about 15 sd past the mean, or at the budget."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        accept = 1.0 - q
+        mean = steps * q / accept
+        sd = np.sqrt(steps * q) / accept
+        needed = np.where(accept > 0, mean + 15.0 * sd + _CHUNK, np.inf)
+    needed = np.where((a == 0) | (q == 0) | (budget == 0), 0.0, needed)
+    return float(np.sum(np.minimum(needed, budget.astype(float))))
+
+
 def shared_budget_success(
     p: Any, steps: Any, budget: Any, miss: Any = 0.0, false_reject: Any = 0.0
 ) -> Any:
@@ -815,7 +932,9 @@ def shared_budget_success(
     -----
     Summed in log space in long double (terms from the ratio recurrence, so no factorials),
     and stopped once the remaining terms are below 1e-26 of the largest, so a huge budget costs
-    little. Relative error about 1e-16 on x86-64 (about 1e-13 for ``n`` in the thousands where
+    little. The work is estimated first (about :math:`nq/(1-q) + 15\sqrt{nq}/(1-q)` terms, or
+    ``B`` if fewer); beyond 5e7 terms in all (``steps`` and ``budget`` near 1e9) it raises a
+    ``RelsimError`` rather than run for minutes. Relative error about 1e-16 on x86-64 (about 1e-13 for ``n`` in the thousands where
     long double is plain double).
 
     Examples
@@ -830,8 +949,17 @@ def shared_budget_success(
     p, miss, false_reject = _verifier_args(p, miss, false_reject)
     steps = _count(steps, "steps", low=1)
     budget = _count(budget, "budget", low=0)
+    _broadcast(p=p, steps=steps, budget=budget, miss=miss, false_reject=false_reject)
     a, _, q, _, ceiling, _ = _verifier_rates(p, miss, false_reject)
     a, q, ceiling, steps, budget = np.broadcast_arrays(a, q, ceiling, steps, budget)
+    terms = _shared_budget_terms(a, q, steps, budget)
+    if terms > _MAX_TERMS:
+        raise invalid(
+            "budget",
+            f"small enough for a sum of at most {_MAX_TERMS:,} terms (these steps and "
+            f"budgets need about {terms:.3g}; a minute's work or more)",
+            int(budget.max()),
+        )
     out = np.empty(a.shape)
     for index in np.ndindex(a.shape):
         out[index] = _shared_budget_one(
@@ -898,7 +1026,9 @@ def verified_chain(
     """
     p, miss, false_reject = _verifier_args(p, miss, false_reject)
     retries = _count(retries, "retries", low=0)
-    p, retries, miss, false_reject = np.broadcast_arrays(p, retries, miss, false_reject)
+    p, retries, miss, false_reject = _broadcast(
+        p=p, retries=retries, miss=miss, false_reject=false_reject
+    )
     if p.ndim == 0:
         p, retries, miss, false_reject = (x.reshape(1) for x in (p, retries, miss, false_reject))
     s = _step(p, retries, miss, false_reject)
@@ -946,7 +1076,7 @@ def latent_difficulty_chain(alpha: Any, beta: Any, steps: Any) -> Any:
     alpha, beta : float or array_like
         The Beta parameters, finite numbers > 0 (mean :math:`\alpha/(\alpha+\beta)`).
     steps : int or array_like
-        Number of steps ``n``, an integer >= 0.
+        Number of steps ``n``, an integer in 0..10**8 (one factor each: about a second).
 
     Examples
     --------
@@ -958,14 +1088,37 @@ def latent_difficulty_chain(alpha: Any, beta: Any, steps: Any) -> Any:
     scalar = _is_scalar(alpha, beta, steps)
     alpha = _positive(alpha, "alpha")
     beta = _positive(beta, "beta")
-    steps = _count(steps, "steps", low=0)
-    alpha, beta, steps = np.broadcast_arrays(alpha, beta, steps)
+    steps = _count(steps, "steps", low=0, high=_MAX_PRODUCT_STEPS)
+    alpha, beta, steps = _broadcast(alpha=alpha, beta=beta, steps=steps)
+    if int(steps.sum(dtype=float)) > _MAX_PRODUCT_STEPS:
+        raise invalid(
+            "steps", f"at most {_MAX_PRODUCT_STEPS:,} summed over the array (the product's "
+            "factors)", int(steps.sum(dtype=float)),
+        )
     out = np.empty(alpha.shape)
     for index in np.ndindex(alpha.shape):
-        j = np.arange(int(steps[index]), dtype=float)
         total = alpha[index] + beta[index]
-        out[index] = np.exp(np.sum(np.log1p(-beta[index] / (total + j))))
+        log_sum = 0.0
+        for start in range(0, int(steps[index]), _CHUNK * 16):  # bounded memory
+            j = np.arange(start, min(int(steps[index]), start + _CHUNK * 16), dtype=float)
+            log_sum += float(np.sum(np.log1p(-beta[index] / (total + j))))
+        out[index] = math.exp(log_sum)
     return _out(out, scalar)
+
+
+#: logit_normal_chain: the largest task_sd (the trapezoid rule then takes 96,001 nodes) ...
+_MAX_TASK_SD = 1000.0
+#: ... and the most Gauss-Hermite nodes (numpy's hermegauss takes about 0.3 s for 1000, and
+#: overflows beyond a few thousand).
+_MAX_NODES = 1000
+#: latent_difficulty_chain: the most steps (a sum of that many logs, about a second).
+_MAX_PRODUCT_STEPS = 10**8
+#: shared_budget_success: the most terms of its sum (about ten seconds).
+_MAX_TERMS = 5 * 10**7
+#: confusion_chain: the most rounds of its recursion (steps + retries + 1: about a minute),
+#: and of element-rounds (broadcast elements x rounds).
+_MAX_ROUNDS = 10**6
+_MAX_RECURSION = 10**8
 
 
 def _quadrature(task_sd: float, nodes: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -1005,11 +1158,13 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
     steps : int or array_like
         Number of steps ``n``, an integer >= 0.
     task_sd : float or array_like
-        The logit-scale standard deviation :math:`\sigma`, a finite number >= 0.
+        The logit-scale standard deviation :math:`\sigma`, in [0, 1000] (beyond, every trial
+        is all or nothing to within rounding, and the rule would need millions of nodes).
     nodes : int or None, default None
         ``None``: the trapezoid rule on :math:`z \in [-12, 12]` with step
         :math:`0.25/\max(\sigma, 1)`, accurate to about 1e-12 relative. An integer:
-        Gauss-Hermite quadrature with that many nodes (what a Gauss-Hermite engine computes);
+        Gauss-Hermite quadrature with that many nodes, at most 1000 (what a Gauss-Hermite
+        engine computes);
         it converges slowly when :math:`\sigma` or ``n`` is large, because the integrand
         becomes a steep step in ``z``.
 
@@ -1025,11 +1180,16 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
     scalar = _is_scalar(p, steps, task_sd)
     p = _probability(p, "p")
     steps = _count(steps, "steps", low=0)
-    task_sd = _nonnegative(task_sd, "task_sd")
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))
-                              or nodes < 1):
-        raise invalid("nodes", "None or an integer >= 1", nodes)
-    p, steps, task_sd = np.broadcast_arrays(p, steps, task_sd)
+    task_sd = _ranged(
+        task_sd, "task_sd", f"a number in [0, {_MAX_TASK_SD:g}]",
+        lambda x: (x >= 0.0) & (x <= _MAX_TASK_SD),
+    )
+    if nodes is not None and (
+        isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))
+        or not 1 <= nodes <= _MAX_NODES
+    ):
+        raise invalid("nodes", f"None or an integer in 1..{_MAX_NODES}", nodes)
+    p, steps, task_sd = _broadcast(p=p, steps=steps, task_sd=task_sd)
     out = np.empty(p.shape)
     for index in np.ndindex(p.shape):
         pi, n, sd = float(p[index]), int(steps[index]), float(task_sd[index])
@@ -1098,7 +1258,10 @@ def confusion_chain(
     enter, recover, factor : float or array_like
         The confusion parameters, each in [0, 1].
     retries : int or array_like, default 0
-        Retries per execution of a step, an integer >= 0. The work grows with it linearly.
+        Retries per execution of a step, an integer >= 0. The work grows with it linearly:
+        ``steps + retries + 1`` may be at most 1e6 (about a minute), and times the
+        broadcast size at most 1e8; beyond, a ``RelsimError`` says so rather than run for
+        minutes.
     miss, false_reject : float or array_like, default 0
         The verifier, as in :func:`verified_step`.
 
@@ -1124,10 +1287,20 @@ def confusion_chain(
     retries = _count(retries, "retries", low=0)
     miss = _probability(miss, "miss")
     false_reject = _probability(false_reject, "false_reject")
-    p, steps, enter, recover, factor, retries, miss, false_reject = np.broadcast_arrays(
-        p, steps, enter, recover, factor, retries, miss, false_reject
+    p, steps, enter, recover, factor, retries, miss, false_reject = _broadcast(
+        p=p, steps=steps, enter=enter, recover=recover, factor=factor, retries=retries,
+        miss=miss, false_reject=false_reject,
     )
     shape = p.shape
+    rounds = int(steps.max(initial=0)) + int(retries.max(initial=0)) + 1
+    if rounds > _MAX_ROUNDS or p.size * rounds > _MAX_RECURSION:
+        raise invalid(
+            "steps",
+            f"such that steps + retries + 1 <= {_MAX_ROUNDS:,} and, times the array size, "
+            f"<= {_MAX_RECURSION:,} (the recursion runs step by step, about 60 us a step: "
+            "beyond, a minute's work or more)",
+            int(steps.max(initial=0)),
+        )
 
     def matrices(pi_focused, pi_confused):
         # after a correct attempt: focused stays; confused -> focused with recover
@@ -1224,6 +1397,7 @@ def checkpoint_interval(p: Any, checkpoint_cost: Any) -> Any:
     scalar = _is_scalar(p, checkpoint_cost)
     p = _probability(p, "p")
     cost = _nonnegative(checkpoint_cost, "checkpoint_cost")
+    p, cost = _broadcast(p=p, checkpoint_cost=cost)
     with np.errstate(divide="ignore", invalid="ignore"):
         interval = np.sqrt(2.0 * cost / (1.0 - p))
     interval = np.where((p == 1.0), np.inf, interval)

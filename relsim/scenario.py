@@ -304,10 +304,11 @@ def _check_keys(data: Mapping[str, Any], allowed: tuple[str, ...], path: str) ->
             continue
         name = f"{path}.{key}" if path else str(key)
         close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-        if close:
+        home = _all_keys().get(key)
+        if home is not None and home != name:  # a real key in the wrong table beats a typo
+            hint = f"; it belongs at '{home}'"
+        elif close:
             hint = f"; did you mean '{close[0]}'?"
-        elif key in _all_keys():
-            hint = f"; it belongs at '{_all_keys()[key]}'"
         else:
             hint = f"; allowed keys here: {', '.join(allowed)}"
         raise ScenarioError(f"{name}: unknown key{hint}")
@@ -445,6 +446,11 @@ def _validate(s: Scenario) -> None:
     if (cost.checkpoint > 0 or cost.rollback > 0) and s.checkpoints is None:
         key = "cost.checkpoint" if cost.checkpoint > 0 else "cost.rollback"
         raise ScenarioError(f"{key}: is charged at checkpoints, but there is no [checkpoints]")
+    if cost.rollback > 0 and s.checkpoints is not None and s.checkpoints.rollbacks == 0:
+        raise ScenarioError(
+            "cost.rollback: is charged per rollback, but checkpoints.rollbacks = 0 allows none; "
+            "set checkpoints.rollbacks >= 1 or drop cost.rollback"
+        )
     if any(getattr(s, name) is not None for name in _TIME_TABLES) or (
         s.checkpoints is not None and s.checkpoints.human
     ):

@@ -127,3 +127,38 @@ def test_console_script_prints_no_traceback(tmp_path):
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------- --require-target (a CI gate)
+def test_require_target_exits_0_when_met_and_3_when_not(tmp_path, capsys):
+    # R1 of docs/model.md section 5: success 0.975298 against 0.95 (met) and 0.98 (not met)
+    body = 'steps = 25\np = 0.9\n[verifier]\nmiss = 0.0\n[retries]\nper_step = 2\n'
+    met = _write(tmp_path, "target = 0.95\n" + body, "met.toml")
+    short = _write(tmp_path, "target = 0.98\n" + body, "short.toml")
+    assert main(["evaluate", met, "--require-target"]) == 0
+    assert "met, 2.53 percentage points above" in capsys.readouterr().out
+    assert main(["evaluate", short, "--require-target"]) == 3
+    assert "NOT met, 0.47 percentage points short" in capsys.readouterr().out
+    assert main(["evaluate", short]) == 0  # without the flag, a report, not a gate
+    capsys.readouterr()
+    assert main(["evaluate", short, "--require-target", "--json"]) == 3
+    result = json.loads(capsys.readouterr().out)
+    assert result["meets_target"] is False
+    assert result["margin"] == pytest.approx(0.975298 - 0.98, abs=1e-6)
+
+
+def test_require_target_without_a_target_is_bad_input(tmp_path, capsys):
+    path = _write(tmp_path, "steps = 3\np = 0.9\n")
+    assert main(["evaluate", path, "--require-target"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "target: must be set for --require-target" in err and "s.toml" in err
+
+
+def test_a_target_of_one_is_met_only_by_a_design_that_cannot_fail(tmp_path, capsys):
+    # 0.9 with 40 retries behind a perfect verifier: success rounds to 1.0 in doubles, but
+    # the failure 25 * 0.1**41 is not 0: the target 1 is not met
+    body = 'steps = 25\np = 0.9\ntarget = 1.0\n[verifier]\nmiss = 0.0\n[retries]\nper_step = 40\n'
+    assert main(["evaluate", _write(tmp_path, body), "--require-target"]) == 3
+    certain = 'steps = 25\np = 1.0\ntarget = 1.0\n'
+    assert main(["evaluate", _write(tmp_path, certain, "c.toml"), "--require-target"]) == 0

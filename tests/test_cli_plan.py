@@ -164,3 +164,42 @@ def test_no_verifier_remedy_and_p_zero_in_json(tmp_path, capsys):
     code, out, _ = run_json(capsys, ["solve", str(path), "--for", "retries", "--json"])
     assert code == EXIT_INFEASIBLE and out["binding"] == "p"
     assert "agent never succeeds" in out["reason"] and "add a verifier" not in out["reason"]
+
+
+# ------------------------------------------------------------------ allocation's objective
+THREE = """\
+steps = 3
+p = [0.9, 0.7, 0.95]
+target = 0.8
+
+[verifier]
+miss = 0.05
+
+[cost]
+attempt = [1.0, 30.0, 1.0]
+"""
+
+
+def test_allocation_minimises_cost_per_success_and_says_why(tmp_path, capsys):
+    path = tmp_path / "three.toml"
+    path.write_text(THREE, encoding="utf-8")
+    code, out, _ = run_json(capsys, ["solve", str(path), "--for", "allocation", "--json"])
+    assert code == EXIT_OK
+    assert out["details"]["objective"] == "cost_per_success" and out["details"]["optimal"]
+    code, old, _ = run_json(capsys, ["solve", str(path), "--for", "allocation", "--objective",
+                                     "expected_cost", "--json"])
+    assert code == EXIT_OK and old["details"]["objective"] == "expected_cost"
+    assert out["cost_per_success"] <= old["cost_per_success"]
+    assert old["expected_cost"] <= out["expected_cost"]
+    assert main(["solve", str(path), "--for", "allocation"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "minimises                      cost per success" in text
+    assert "answer                         optimal" in text
+    assert "why: " in text and "wastes the work of every step before it" in text
+
+
+def test_objective_belongs_to_allocation(tmp_path, capsys):
+    path = tmp_path / "three.toml"
+    path.write_text(THREE, encoding="utf-8")
+    assert main(["solve", str(path), "--for", "retries", "--objective", "expected_cost"]) == 2
+    assert "--objective: is what --for allocation minimises" in capsys.readouterr().err

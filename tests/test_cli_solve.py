@@ -104,8 +104,8 @@ def test_grid_with_miss_marks_infeasible_rows(capsys):
 @pytest.mark.parametrize(
     "argv, names",
     [
-        (["solve", "--steps", "0", "--target", "0.9"], ["--steps", "integer >= 1"]),
-        (["solve", "--steps", "2.5", "--target", "0.9"], ["--steps", "integer >= 1"]),
+        (["solve", "--steps", "0", "--target", "0.9"], ["--steps", "integer in 1..2**62"]),
+        (["solve", "--steps", "2.5", "--target", "0.9"], ["--steps", "integer in 1..2**62"]),
         (["solve", "--steps", "10", "--target", "1.5"], ["--target", "(0, 1]"]),
         (["solve", "--steps", "10", "--target", "nan"], ["--target", "(0, 1]"]),
         (["solve", "--steps", "10", "--target", "0"], ["--target", "(0, 1]"]),
@@ -132,7 +132,7 @@ def test_grid_with_miss_marks_infeasible_rows(capsys):
         (["solve", "design.toml", "--for", "p", "--p", "0.9", "--miss", "0.1"], ["--p", "--miss"]),
         (["solve", "design.toml", "--for", "nonsense"], ["--for", "retries"]),
         (["table", "--p", "0.9,1.2"], ["--p", "[0, 1]"]),
-        (["table", "--steps", "5,0"], ["--steps", "integers >= 1"]),
+        (["table", "--steps", "5,0"], ["--steps", "integers in 1..2**62"]),
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv, names, capsys):
@@ -248,3 +248,21 @@ def test_flag_form_prints_the_one_chain_planner(capsys):
     code, result, _ = run_json(argv, capsys)
     assert code == 0 and result == plan_chain(12, 0.9, 0.8, miss=0.01).to_dict()
     assert not hasattr(solve_command, "_reason") and not hasattr(solve_command, "_remedies")
+
+
+def test_the_readme_lists_the_keys_solve_json_prints(capsys):
+    # issue 15 item 7: the README listed row keys that rows do not have
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### `relsim solve` (flag form)", 1)[1].split("\n### ", 1)[0]
+    one = section.split("With `--p`, the JSON keys are", 1)[1].split(". Without", 1)[0]
+    grid = section.split("Without `--p`:", 1)[1].split("each with the keys", 1)
+    code, with_p, _ = run_json(["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"],
+                               capsys)
+    assert set(re.findall(r"`(\w+)`", one)) - {"null"} == set(with_p)
+    code, table, _ = run_json(["solve", "--steps", "25", "--target", "0.95"], capsys)
+    assert set(re.findall(r"`(\w+)`", grid[0])) == set(table)
+    row_text = grid[1].split(".\n", 1)[0]
+    assert set(re.findall(r"`(\w+)`", row_text)) == set(table["rows"][0])

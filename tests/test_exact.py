@@ -284,7 +284,8 @@ def scenarios(draw, max_steps=3, max_budget=2, max_rollbacks=2, random_effects=F
         cost["verify"] = draw(st.sampled_from([0.0, 0.2]))
     if "checkpoints" in data:
         cost["checkpoint"] = draw(st.sampled_from([0.0, 0.5]))
-        cost["rollback"] = draw(st.sampled_from([0.0, 1.5]))
+        if data["checkpoints"]["rollbacks"] > 0:  # a rollback cost needs rollbacks
+            cost["rollback"] = draw(st.sampled_from([0.0, 1.5]))
     data["cost"] = cost
     return Scenario.from_dict(data)
 

@@ -208,6 +208,30 @@ def _meets(p, r, n, target, miss, false_reject):
     return F.compound(F.verified_step(p, r, miss, false_reject).success, n) >= target
 
 
+def _exact_log_success(p, r, n, miss, false_reject):
+    """log((a/(a+w) (1 - q**(r+1)))**n) from exact rationals (the floats' exact values),
+    rounded once at the end (through the failure probability where it is small)."""
+    p, miss, false_reject = (Fraction(x) for x in (p, miss, false_reject))
+    a, w = p * (1 - false_reject), (1 - p) * miss
+    q = 1 - a - w
+    if a == 0:
+        return -math.inf
+    success = (a / (a + w) * (1 - q ** (r + 1))) ** n
+    failure = 1 - success
+    return math.log1p(-float(failure)) if failure < Fraction(1, 2) else math.log(float(success))
+
+
+def _exact_meets(p, r, n, target, miss, false_reject):
+    """The rule of formulas.meets_target, decided on exact rationals; ``None`` when the
+    exact answer lies within double rounding (1e-13 relative in log success) of the target,
+    where no double computation can be asked to decide."""
+    log_goal = math.log1p(-float(1 - Fraction(target))) if target > 0.5 else math.log(target)
+    log_success = _exact_log_success(p, r, n, miss, false_reject)
+    if abs(log_success - log_goal) <= 1e-13 * abs(log_goal):
+        return None
+    return log_success > log_goal
+
+
 @st.composite
 def planning_cases(draw):
     p = draw(st.floats(0.05, 1.0))
@@ -215,36 +239,54 @@ def planning_cases(draw):
     miss = draw(st.one_of(st.just(0.0), st.floats(0.0, 0.5)))
     false_reject = draw(st.one_of(st.just(0.0), st.floats(0.0, 0.5)))
     ceiling = F.compound(F.verified_ceiling(p, miss, false_reject), n)
-    target = draw(st.one_of(st.floats(1e-3, 1.0), st.just(1.0), st.just(ceiling)))
+    target = draw(
+        st.one_of(st.floats(1e-3, 1.0), st.just(1.0), st.just(ceiling), st.just(1 - 2**-53))
+    )
     assume(target > 0)
     return p, n, target, miss, false_reject
 
 
-SCAN = 400
+EXACT_WORK = 40_000
 
 
 @pytest.mark.slow
 @settings(deadline=None, max_examples=80)
 @given(planning_cases())
-def test_min_retries_is_the_least_budget_of_a_scan(case):
+def test_min_retries_is_the_least_budget_in_exact_arithmetic(case):
+    """min_retries against exact rationals: the budget it gives meets the target and one
+    fewer does not, unless exact arithmetic puts either within double rounding of it."""
     p, n, target, miss, false_reject = case
     got = F.min_retries(p, n, target, miss, false_reject)
-    scan = next((r for r in range(SCAN) if _meets(p, r, n, target, miss, false_reject)), None)
-    q = p * false_reject + (1 - p) * (1 - miss)
-    at_ceiling = F.compound(F.verified_ceiling(p, miss, false_reject), n) == target and q > 0
-    if at_ceiling:
-        # reachable only in the limit: None, even where rounding saturates success at the
-        # ceiling for some finite r
-        assert got is None
-    elif got is None:
-        assert scan is None
-        assert F.compound(F.verified_ceiling(p, miss, false_reject), n) < target
-    elif got < SCAN:
-        assert got == scan
-    else:  # a large budget near the ceiling: minimal by definition
-        assert scan is None
-        assert _meets(p, got, n, target, miss, false_reject)
-        assert not _meets(p, got - 1, n, target, miss, false_reject)
+    fp, fm, ff = (Fraction(x) for x in (p, miss, false_reject))
+    a, w = fp * (1 - ff), (1 - fp) * fm
+    q = 1 - a - w
+    exact_ceiling = (a / (a + w)) ** n if a > 0 else Fraction(0)
+    if got is None:
+        # exact: the ceiling is below the target, or equal to it with q > 0 (only the limit
+        # reaches it); or within rounding of the target
+        gap = exact_ceiling - Fraction(target)
+        assert gap < 0 or (gap == 0 and q > 0) or abs(gap) <= 1e-13 * Fraction(target)
+        return
+    if target == 1.0:
+        assert q == 0 and w == 0  # target 1 only for a design that cannot fail
+    assume(got * n <= EXACT_WORK)  # exact powers of that size take milliseconds
+    assert _exact_meets(p, got, n, target, miss, false_reject) in (True, None)
+    if got > 0:
+        assert _exact_meets(p, got - 1, n, target, miss, false_reject) in (False, None)
+
+
+def test_min_retries_near_one_needs_the_exact_budget():
+    """1 - 2**-53 over 25 steps at p = 0.5: (1 - 2**-(r+1))**25 >= 1 - 2**-53 first holds at
+    r = 57 (25 * 2**-58 < 2**-53 < 25 * 2**-57), though r = 53 already rounds to 1."""
+    target = 0.9999999999999999
+    assert Fraction(target) == 1 - Fraction(1, 2**53)
+    truth = next(
+        r for r in range(100)
+        if (1 - Fraction(1, 2 ** (r + 1))) ** 25 >= Fraction(target)
+    )
+    assert truth == 57
+    assert F.min_retries(0.5, 25, target) == truth
+    assert F.min_retries(0.5, 25, 1.0) is None  # q > 0: only the limit reaches 1
 
 
 # ------------------------------------------------------- brute-force path enumeration

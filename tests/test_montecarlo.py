@@ -237,7 +237,8 @@ def small_scenarios(draw):
         cost["verify"] = 0.25
     if "checkpoints" in data:
         cost["checkpoint"] = 0.5
-        cost["rollback"] = 1.5
+        if data["checkpoints"]["rollbacks"] > 0:  # a rollback cost needs rollbacks
+            cost["rollback"] = 1.5
     data["cost"] = cost
     return Scenario.from_dict(data)
 

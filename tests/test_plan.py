@@ -258,13 +258,16 @@ def test_agent_that_never_succeeds_binds_before_a_missing_verifier(quantity):
     assert "add a verifier" not in plan.reason
 
 
-def test_target_one_is_met_within_the_rounding_slack():
-    # success reaches 1 only in the limit; the planner's slack of 1e-12 (rounding) makes the
-    # least r with (1 - 0.1**(r+1))**3 >= 1 - 1e-12 the answer
+def test_target_one_is_met_only_by_a_design_that_cannot_fail():
+    # success reaches 1 only in the limit of unlimited retries: every planner calls target 1
+    # infeasible here, as the flag form does (formulas.min_retries is None)
     s = scenario(steps=3, p=0.9, verifier={"miss": 0.0})
-    plan = planner.retries(s, 1.0)
-    expected = next(r for r in range(100) if (1 - 0.1 ** (r + 1)) ** 3 >= 1 - 1e-12)
-    assert plan.feasible and plan.value == expected
+    assert formulas.min_retries(0.9, 3, 1.0) is None
+    for plan in (planner.retries(s, 1.0), planner.allocation(s, 1.0), planner.total(s, 1.0)):
+        assert not plan.feasible and plan.success < 1.0
+    certain = scenario(steps=3, p=1.0, verifier={"miss": 0.0})
+    assert planner.retries(certain, 1.0).feasible and planner.retries(certain, 1.0).value == 0
+    assert planner.allocation(certain, 1.0).value == (0, 0, 0)
 
 
 def test_search_limit_is_named_when_it_binds(monkeypatch):
@@ -278,9 +281,10 @@ def test_search_limit_is_named_when_it_binds(monkeypatch):
 
 
 # =============================================================================== allocation
-def chain_brute_force(s: Scenario, target: float, top: int):
-    """Least expected cost over every allocation in {0..top}^n, from docs/model.md section 2's chain closed
-    forms: success = prod a_i S_i, cost = sum_i c_i S_i prod_{j<i} (1 - q_j^(r_j+1))."""
+def chain_brute_force(s: Scenario, target: float, top: int, objective: str = "expected_cost"):
+    """Least objective (expected cost, or cost per success) over every allocation in
+    {0..top}^n, from docs/model.md section 2's chain closed forms: success = prod a_i S_i,
+    cost = sum_i c_i S_i prod_{j<i} (1 - q_j^(r_j+1))."""
     n = s.steps
     grids = np.array(list(itertools.product(range(top + 1), repeat=n)))
     step = formulas.verified_step(s.p_array, grids, s.miss_array, s.false_reject_array)
@@ -289,11 +293,12 @@ def chain_brute_force(s: Scenario, target: float, top: int):
     reach = np.concatenate([np.ones((len(grids), 1)), np.cumprod(passed, axis=1)[:, :-1]], axis=1)
     unit = s.attempt_cost_array + s.cost.verify
     cost = np.sum(unit * step.expected_attempts * reach, axis=1)
-    ok = success >= target - 1e-12
+    value = cost if objective == "expected_cost" else cost / success
+    ok = success >= target
     if not np.any(ok):
         return None, None
-    best = np.argmin(np.where(ok, cost, np.inf))
-    return grids[best], cost[best]
+    best = np.argmin(np.where(ok, value, np.inf))
+    return grids[best], value[best]
 
 
 ALLOCATION_CHAINS = [
@@ -314,7 +319,7 @@ def test_allocation_equals_brute_force_on_chains(index, target):
     s = ALLOCATION_CHAINS[index]
     top = 9
     best, cost = chain_brute_force(s, target, top)
-    plan = planner.allocation(s, target)
+    plan = planner.allocation(s, target, objective="expected_cost")
     assert best is not None and plan.feasible
     assert max(plan.value) <= top  # the brute-force box holds the answer
     assert plan.details["gap"] == 0.0
@@ -326,7 +331,7 @@ def test_allocation_equals_brute_force_on_chains(index, target):
 def test_allocation_docstring_example_is_brute_force_optimum():
     s = ALLOCATION_CHAINS[0]
     best, _ = chain_brute_force(s, 0.95, 8)
-    assert planner.allocation(s, 0.95).value == tuple(best)
+    assert planner.allocation(s, 0.95, objective="expected_cost").value == tuple(best)
 
 
 def test_bucketed_allocation_brackets_the_optimum(monkeypatch):
@@ -335,7 +340,7 @@ def test_bucketed_allocation_brackets_the_optimum(monkeypatch):
     monkeypatch.setattr(plan_limits, "MAX_FRONT", 0)
     s = ALLOCATION_CHAINS[2]
     best, cost = chain_brute_force(s, 0.9, 9)
-    plan = planner.allocation(s, 0.9)
+    plan = planner.allocation(s, 0.9, objective="expected_cost")
     assert plan.feasible and plan.success >= 0.9 - 1e-12
     assert plan.details["lower_bound"] <= cost + 1e-12
     assert plan.expected_cost >= cost - 1e-12
@@ -352,9 +357,11 @@ def test_allocation_never_costs_more_than_the_uniform_budget():
         cost={"attempt": list(np.round(rng.uniform(0.5, 2.0, 40), 3)), "verify": 0.1},
     )
     uniform = planner.retries(s, 0.8)
-    plan = planner.allocation(s, 0.8)
+    plan = planner.allocation(s, 0.8, objective="expected_cost")
     assert plan.feasible and plan.success >= 0.8 - 1e-12
     assert plan.expected_cost <= uniform.expected_cost + 1e-9
+    per_success = planner.allocation(s, 0.8)
+    assert per_success.cost_per_success <= uniform.cost_per_success + 1e-9
     if "lower_bound" in plan.details:
         assert plan.details["lower_bound"] <= plan.expected_cost
 
@@ -370,12 +377,71 @@ def test_allocation_general_equals_brute_force(name):
         o = evaluate(with_retries(s, list(budgets), total))
         if o.success >= target - 1e-12:
             best_cost = min(best_cost, o.expected_cost)
-    plan = planner.allocation(s, target)
+    plan = planner.allocation(s, target, objective="expected_cost")
     assert plan.feasible and plan.success >= target - 1e-12
     if max(plan.value) <= top:  # same box: the same optimum
         assert plan.expected_cost == pytest.approx(best_cost, rel=1e-9)
     else:
         assert plan.expected_cost <= best_cost + 1e-9
+
+
+PER_SUCCESS_CHAINS = [
+    # an expensive middle step: its retries cost about as much as a rerun, so the optimum is
+    # interior; the cheap steps get many retries (a retry is cheaper than a rerun)
+    scenario(
+        steps=3,
+        p=[0.9, 0.7, 0.95],
+        verifier={"miss": 0.05},
+        cost={"attempt": [1.0, 30.0, 1.0]},
+    ),
+    scenario(
+        steps=3,
+        p=[0.8, 0.9, 0.85],
+        verifier={"miss": 0.02, "false_reject": 0.1},
+        cost={"attempt": [5.0, 1.0, 8.0], "verify": 0.5},
+    ),
+]
+
+
+@pytest.mark.parametrize("index", range(len(PER_SUCCESS_CHAINS)))
+@pytest.mark.parametrize("target", [0.5, 0.8])
+def test_allocation_minimises_cost_per_success_by_brute_force(index, target):
+    s = PER_SUCCESS_CHAINS[index]
+    plan = planner.allocation(s, target)
+    assert plan.feasible and plan.details["objective"] == "cost_per_success"
+    assert plan.details["optimal"] is True and plan.details["gap"] == 0.0
+    top = max(14, max(plan.value) + 3)  # a box that holds the answer with room around it
+    best, value = chain_brute_force(s, target, top, objective="cost_per_success")
+    assert plan.cost_per_success == pytest.approx(value, rel=1e-9)
+    assert plan.success >= target
+    # the two objectives differ: expected cost per trial is no measure of cost per success
+    cheap = planner.allocation(s, target, objective="expected_cost")
+    assert cheap.expected_cost <= plan.expected_cost + 1e-12
+    assert plan.cost_per_success <= cheap.cost_per_success + 1e-12
+
+
+def test_allocation_on_identical_steps_says_why_and_whether_optimal():
+    s = scenario(steps=25, p=0.9, verifier={"miss": 0.0})
+    plan = planner.allocation(s, 0.95)
+    # optimal, or a heuristic with a proven bound (the Pareto front of 25 alike steps is large)
+    assert plan.details["optimal"] or plan.details["relative_gap"] <= 1e-4
+    if not plan.details["optimal"]:
+        assert plan.details["lower_bound"] <= plan.cost_per_success
+    # a perfect verifier and cheap attempts: a retry costs less than a rerun, so the optimum
+    # retries up to the step ceilings, where the cost per success is 25 / 0.9
+    assert plan.cost_per_success == pytest.approx(25 / 0.9, rel=1e-6)
+    assert "wastes the work of every step before it" in plan.details["why"]
+    # later steps get at least as much as earlier ones (a late failure wastes more work)
+    assert list(plan.value) == sorted(plan.value)
+    old = planner.allocation(s, 0.95, objective="expected_cost")
+    assert "not run again" in old.details["why"]
+    assert plan.cost_per_success <= old.cost_per_success
+
+
+def test_allocation_rejects_an_unknown_objective():
+    s = scenario(steps=3, p=0.9, verifier={"miss": 0.0})
+    with pytest.raises(RelsimError, match="objective: must be one of cost_per_success"):
+        planner.allocation(s, 0.9, objective="cost")
 
 
 def test_allocation_infeasible_reports_the_verifier_ceiling():
@@ -804,13 +870,24 @@ def test_allocation_with_correlation_beyond_branch_and_bound():
         correlation={"task_sd": 0.3, "confusion": {"enter": 0.3, "recover": 0.5, "factor": 0.7}},
         cost={"attempt": [1, 4, 1, 2, 1, 1, 3, 1, 1, 2, 1, 1], "verify": 0.2},
     )
-    plan = planner.allocation(s, 0.8)
+    plan = planner.allocation(s, 0.8, objective="expected_cost")
     uniform = planner.retries(s, 0.8)
     assert plan.feasible and uniform.feasible
     assert plan.success >= 0.8 - 1e-12
     assert plan.success == evaluate(plan.scenario).success
     assert plan.expected_cost <= uniform.expected_cost
-    assert plan.details["gap"] is None or plan.details["gap"] == 0.0
+    per_success = planner.allocation(s, 0.8)
+    assert per_success.feasible and per_success.cost_per_success <= uniform.cost_per_success
+    # the heuristic states a valid bound: the optimum lies between the bound and the answer;
+    # the bound is checked against its definition, evaluated here independently
+    for result, value in ((plan, plan.expected_cost), (per_success, per_success.cost_per_success)):
+        assert result.details["optimal"] is False
+        bound = result.details["lower_bound"]
+        assert bound <= value and result.details["gap"] == pytest.approx(value - bound)
+    zeros = evaluate(with_retries(s, [0] * 12, None))
+    top = evaluate(with_retries(s, [plan_limits.MAX_BUDGET] * 12, None))
+    assert plan.details["lower_bound"] == pytest.approx(zeros.expected_cost)
+    assert per_success.details["lower_bound"] == pytest.approx(zeros.expected_cost / top.success)
 
 
 # ================================================================ the closed-form chain planner

@@ -143,7 +143,8 @@ def scenario_dicts(draw):
         cost["verify"] = draw(st.floats(0, 1))
     if "checkpoints" in data:
         cost["checkpoint"] = draw(st.floats(0, 1))
-        cost["rollback"] = draw(st.floats(0, 1))
+        if data["checkpoints"]["rollbacks"] > 0:  # a rollback cost needs rollbacks
+            cost["rollback"] = draw(st.floats(0, 1))
     data["cost"] = cost
     return data
 
@@ -225,6 +226,8 @@ BAD = [
     ({**BASE, "cost": {"verify": 1}}, "cost.verify", "no [verifier]"),
     ({**BASE, "cost": {"checkpoint": 1}}, "cost.checkpoint", "no [checkpoints]"),
     ({**BASE, "cost": {"rollback": 1}}, "cost.rollback", "no [checkpoints]"),
+    ({**BASE, "checkpoints": {"every": 1}, "cost": {"rollback": 1}}, "cost.rollback",
+     "checkpoints.rollbacks = 0 allows none"),
 ]
 
 
@@ -247,6 +250,10 @@ def test_bad_input_names_the_key_and_the_range(data, key, allowed):
         ({**BASE, "verifier": {}, "retries": {"rollbacks": 1}}, "retries.rollbacks",
          "it belongs at 'checkpoints.rollbacks'"),
         ({**BASE, "zzz": 1}, "zzz", "allowed keys here: name, steps, p, target"),
+        # a real key of another table beats a near spelling of a key of this one
+        ({**BASE, "per_step": 2}, "per_step", "it belongs at 'retries.per_step'"),
+        ({**BASE, "verifier": {"per_step": 2}}, "verifier.per_step",
+         "it belongs at 'retries.per_step'"),
     ],
 )
 def test_unknown_keys_are_errors_with_a_suggestion(data, key, hint):

@@ -134,3 +134,187 @@ def test_production_agent_reports_cost_per_success():
     assert out.cost_per_success > out.expected_cost and math.isfinite(out.cost_per_success)
     # attempts cost $0.03-0.10 plus $0.01 to verify; the test runs add a little
     assert 0.04 * out.expected_attempts < out.expected_cost < 0.11 * out.expected_attempts + 1
+
+
+# ------------------------------------------------------------- every claim of every comment
+# Each number a scenario's comment states, with the design it is stated for (the file, or the
+# file with the change the comment describes) and the key it is about. Percentages are checked
+# to the digits printed; "What to look at" claims of a direction (rises, falls, stays) are
+# checked as a comparison. Numbers from outside the engine (closed forms) are used where the
+# comment quotes one.
+def _edit(**changes):
+    """A change to a scenario dict: ``table__key=value`` (None deletes), or ``key=value``."""
+
+    def apply(data: dict) -> dict:
+        data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+        for name, value in changes.items():
+            table, _, key = name.partition("__")
+            if not key:
+                if value is None:
+                    data.pop(table, None)
+                else:
+                    data[table] = value
+            elif value is None:
+                data[table].pop(key, None)
+            else:
+                data.setdefault(table, {})[key] = value
+        return data
+
+    return apply
+
+
+SAME = _edit()
+INDEPENDENT = _edit(correlation=None)
+NO_CHECKPOINTS = _edit(checkpoints=None)
+
+CLAIMS = {
+    "checkpoints_catch_silent_failures.toml": [
+        (NO_CHECKPOINTS, "silent_failure", "26%"),
+        (NO_CHECKPOINTS, "success", "71.3%"),
+        (SAME, "success", "91.0%"),
+        (SAME, "silent_failure", "6.1%"),
+        (SAME, "expected_attempts", "21.7"),
+        (NO_CHECKPOINTS, "expected_attempts", "20.5"),
+        (_edit(checkpoints__rollbacks=0), "success", "71.3%"),
+        (_edit(checkpoints__rollbacks=0), "silent_failure", "4.8%"),
+        (_edit(checkpoints__rollbacks=0), "detected_failure", "23.9%"),
+    ],
+    "confused_agent.toml": [
+        (INDEPENDENT, "success", "83.8%"),
+        (SAME, "success", "56.5%"),
+        (SAME, "detected_failure", "28.5%"),
+        (_edit(checkpoints={"every": 5, "detect": 0.9, "rollbacks": 3}), "success", "69.9%"),
+        (SAME, "silent_failure", "14.9%"),
+        (_edit(checkpoints={"every": 5, "detect": 0.9, "rollbacks": 3}), "silent_failure",
+         "1.7%"),
+    ],
+    "correlated_retries.toml": [
+        (SAME, "success", "73.3%"),
+        (_edit(retries__per_step=8), "success", "96%"),
+        (SAME, "detected_failure", "27%"),
+    ],
+    "human_gate.toml": [
+        (NO_CHECKPOINTS, "silent_failure", "19.6%"),
+        (SAME, "success", "79.9%"),
+        (SAME, "detected_failure", "19.2%"),
+        (SAME, "silent_failure", "1.0%"),
+        (_edit(checkpoints__rollbacks=1), "success", "94.8%"),
+    ],
+    "lesson_25_steps.toml": [
+        (_edit(verifier=None, retries=None), "success", "7%"),
+        (SAME, "success", "97.5%"),
+        (SAME, "expected_attempts", "27.4"),
+        (_edit(retries__per_step=1), "success", "77.8%"),
+        (_edit(verifier=None, retries=None), "success", "7.2%"),
+    ],
+    "production_agent.toml": [
+        (SAME, "cost_per_success", "$1.92"),
+        (SAME, "expected_cost", "$1.63"),
+        (SAME, "success", "84.8%"),
+        (_edit(verifier__miss=0.02), "success", "84.7%"),
+        (SAME, "silent_failure", "0.9%"),
+        (_edit(verifier__miss=0.02), "silent_failure", "0.4%"),
+        (_edit(verifier__miss=0.02), "cost_per_success", "$1.89"),
+        (_edit(retries__per_step=3), "success", "92.2%"),
+        (_edit(retries__per_step=3, verifier__miss=0.02), "success", "92.5%"),
+        (_edit(checkpoints__rollbacks=3), "success", "84.85%"),
+        (_edit(p=0.97), "success", "93.0%"),
+    ],
+    "shared_budget.toml": [
+        (_edit(retries={"per_step": 2}), "success", "97.5%"),
+        (SAME, "success", "99.6%"),
+        (SAME, "expected_attempts", "27.8"),
+        (_edit(retries__total=5), "success", "92.7%"),
+        (_edit(retries__total=10), "success", "99.96%"),
+        (_edit(retries__per_step=2), "success", "97.3%"),
+    ],
+    "verifier_ceiling.toml": [
+        (SAME, "success", "75.86%"),
+        (_edit(retries__per_step=3), "success", "75.74%"),
+        (SAME, "silent_failure", "24%"),
+    ],
+}
+
+
+def _stated(text: str) -> tuple[float, int]:
+    """'71.3%' -> (0.713, 3); '$1.92' and '21.7' -> (value, decimals)."""
+    digits = text.strip("$%")
+    decimals = len(digits.partition(".")[2])
+    if text.endswith("%"):
+        return float(digits) / 100, decimals + 2
+    return float(digits), decimals
+
+
+@pytest.mark.parametrize(
+    "name, index",
+    [(name, i) for name, claims in CLAIMS.items() for i in range(len(claims))],
+    ids=[f"{name[:-5]}-{claims[i][1]}-{claims[i][2]}" for name, claims in CLAIMS.items()
+         for i in range(len(claims))],
+)
+def test_every_number_in_a_comment_is_what_the_engine_gives(name, index):
+    change, key, text = CLAIMS[name][index]
+    design = Scenario.from_dict(change(_load(name).to_dict()))
+    value, decimals = _stated(text)
+    assert round(getattr(evaluate(design), key), decimals) == pytest.approx(value, abs=1e-12)
+
+
+def _comment(name: str) -> str:
+    lines = (SCENARIOS / name).read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if line.startswith("#"))
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_every_percentage_and_price_in_a_comment_has_a_claim(name):
+    import re
+
+    stated = set(re.findall(r"\$?\d+(?:\.\d+)?%?", _comment(name)))
+    claimed = {text for _, _, text in CLAIMS[name]}
+    quoted = {t for t in stated if t.endswith("%") or t.startswith("$")}
+    assert quoted - claimed - OUTSIDE.get(name, set()) == set()
+    assert set(CLAIMS) == {p.name for p in FILES}
+
+
+#: Numbers a comment quotes that are inputs of the design (a miss rate, a price) or checked
+#: against a closed form in the tests below.
+OUTSIDE = {
+    "checkpoints_catch_silent_failures.toml": {"80%"},
+    "confused_agent.toml": set(),
+    "correlated_retries.toml": {"83.2%", "95.4%"},
+    "human_gate.toml": {"20%", "95%"},
+    "lesson_25_steps.toml": {"99%", "95%"},
+    "production_agent.toml": {"5%", "3%", "$0.03", "$0.10", "$0.01", "$0.05"},
+    "shared_budget.toml": set(),
+    "verifier_ceiling.toml": {"10%", "75.9%", "95%"},
+}
+
+
+def test_verifier_ceiling_closed_form_claims():
+    assert round(formulas.verified_ceiling(0.9, miss=0.1), 3) == 0.989
+    assert round(formulas.verified_ceiling(0.9, miss=0.1) ** 25, 3) == 0.759
+
+
+def test_correlated_retries_closed_form_claims():
+    # first attempt on average: E[expit(logit 0.9 + 1.5 u)], independent retries at that rate
+    first = formulas.logit_normal_chain(0.9, 1, 1.5)
+    assert round(first, 3) == 0.832
+    assert round(formulas.retry_success(0.832, 2) ** 10, 3) == 0.954
+
+
+def test_human_gate_moves_the_stated_points_and_keeps_the_cost_per_success():
+    s = _load("human_gate.toml")
+    gate, bare = evaluate(s), evaluate(_replace(s, checkpoints=None))
+    assert round(100 * (bare.silent_failure - gate.silent_failure), 1) == 18.6
+    redo = evaluate(Scenario.from_dict(_edit(checkpoints__rollbacks=1)(s.to_dict())))
+    assert redo.cost_per_success == pytest.approx(bare.cost_per_success, rel=1e-9)
+
+
+def test_production_agent_stricter_verifier_trades_silent_for_detected():
+    # the comment's direction: miss 0.05 -> 0.02 lowers success (the issue found the old
+    # comment suggesting otherwise), lowers silent failures, raises detected failures
+    s = _load("production_agent.toml")
+    strict = Scenario.from_dict(_edit(verifier__miss=0.02)(s.to_dict()))
+    base, stricter = evaluate(s), evaluate(strict)
+    assert stricter.success < base.success
+    assert stricter.silent_failure < base.silent_failure
+    assert stricter.detected_failure > base.detected_failure
+    assert stricter.cost_per_success < base.cost_per_success

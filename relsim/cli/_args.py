@@ -49,6 +49,11 @@ def finite_float_value(text: str) -> float:
 
 
 positive_int = ranged("positive_int", int, lambda v: v >= 1, "an integer >= 1")
+#: The closed forms' integer range (int64 arithmetic stays exact): checked here, before numpy.
+MAX_COUNT = 2**62
+step_count = ranged(
+    "step_count", int, lambda v: 1 <= v <= MAX_COUNT, "an integer in 1..2**62"
+)
 nonnegative_int = ranged("nonnegative_int", int, lambda v: v >= 0, "an integer >= 0")
 probability = ranged("probability", finite_float_value, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
 open_probability = ranged(
@@ -60,19 +65,26 @@ nonnegative_float = ranged("nonnegative_float", finite_float_value, lambda v: v 
 finite_float = ranged("finite_float", finite_float_value, math.isfinite, "a finite number")
 
 
-def int_list(text: str) -> list[int]:
-    """A comma-separated list of integers >= 1, like ``1,3,5``."""
+def int_list(text: str, high: int | None = None) -> list[int]:
+    """A comma-separated list of integers >= 1 (and <= ``high``), like ``1,3,5``."""
+    allowed = "integers >= 1" if high is None else f"integers in 1..{_power_text(high)}"
+    message = f"must be a comma-separated list of {allowed}, got {text!r}"
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of integers >= 1, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of integers >= 1, got {text!r}"
-        )
+        raise argparse.ArgumentTypeError(message) from None
+    if not values or min(values) < 1 or (high is not None and max(values) > high):
+        raise argparse.ArgumentTypeError(message)
     return values
+
+
+def step_list(text: str) -> list[int]:
+    """A comma-separated list of step counts in 1..2**62."""
+    return int_list(text, MAX_COUNT)
+
+
+def _power_text(high: int) -> str:
+    return "2**62" if high == MAX_COUNT else str(high)
 
 
 def print_json(obj: Any) -> None:

@@ -2,12 +2,15 @@
 
 ::
 
-    relsim evaluate SCENARIO.toml [--json]
+    relsim evaluate SCENARIO.toml [--json] [--require-target]
 
 Prints the split of outcomes (success, silent failure, detected failure), the expected
 attempts and cost per trial, the cost per success and, when the scenario sets ``target``,
 whether the design meets it and by how much. ``--json``: ``Outcome.to_dict()`` (docs/model.md
-section 3's keys), plus ``target``, ``meets_target`` and ``margin`` when a target is set.
+section 3's keys and ``method``), plus ``target``, ``meets_target`` and ``margin`` when a
+target is set. ``--require-target`` makes the file a gate for a pipeline: exit 3 when the
+target is not met (saying by how much), 0 when it is, 2 when the file sets no target. A target
+is met by the planners' one rule (:func:`relsim.formulas.meets_target`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, print_json
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json
+from relsim.errors import RelsimError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -31,6 +35,12 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--require-target",
+        action="store_true",
+        dest="require_target",
+        help="exit 3 when the file's target is not met (a gate for a pipeline)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -39,17 +49,38 @@ def run(args: argparse.Namespace) -> int:
     from relsim.scenario import Scenario
 
     scenario = Scenario.from_toml(args.scenario)
+    require = getattr(args, "require_target", False)
+    if require and scenario.target is None:
+        raise RelsimError(
+            f"{args.scenario}: target: must be set for --require-target (a number in (0, 1])"
+        )
     outcome = evaluate(scenario)
+    met = None if scenario.target is None else meets(outcome, scenario.target)
     if args.json:
         result = outcome.to_dict()
         if scenario.target is not None:
             result["target"] = scenario.target
-            result["meets_target"] = outcome.success >= scenario.target
+            result["meets_target"] = met
             result["margin"] = outcome.success - scenario.target
         print_json(result)
     else:
         print(summary(scenario, args.scenario, outcome))
+    if require and not met:
+        return EXIT_INFEASIBLE
     return EXIT_OK
+
+
+def meets(outcome: Any, target: float) -> bool:
+    """Whether ``outcome`` meets ``target`` by the planners' rule: log success from the
+    failure probability where it is small (:func:`relsim.formulas.meets_target`)."""
+    from relsim.formulas import meets_target
+
+    failure = outcome.silent_failure + outcome.detected_failure
+    if failure < 0.5:
+        log_success = math.log1p(-failure)
+    else:
+        log_success = math.log(outcome.success) if outcome.success > 0 else -math.inf
+    return meets_target(log_success, target)
 
 
 def summary(scenario: Any, path: str, outcome: Any) -> str:
@@ -70,10 +101,10 @@ def summary(scenario: Any, path: str, outcome: Any) -> str:
     if scenario.target is not None:
         lines.append("")
         margin = outcome.success - scenario.target
-        if margin >= 0:
-            verdict = f"met, {_points(margin)} above"
+        if meets(outcome, scenario.target):
+            verdict = f"met, {_points(max(margin, 0.0))} above"
         else:
-            verdict = f"NOT met, {_points(-margin)} short"
+            verdict = f"NOT met, {_points(max(-margin, 0.0))} short"
         lines.append(f"target {scenario.target:g}: {verdict} (success {outcome.success:.6f})")
     return "\n".join(lines)
 

@@ -46,8 +46,12 @@ def run_scenario(args: argparse.Namespace) -> int:
         raise RelsimError(
             f"--target: must be a number in (0, 1]; {args.scenario} sets no 'target' either"
         )
+    objective = getattr(args, "objective", None)
     try:
-        result = planner.solve(scenario, for_, target)
+        if for_ == "allocation" and objective is not None:
+            result = planner.allocation(scenario, target, objective=objective)
+        else:
+            result = planner.solve(scenario, for_, target)
     except RelsimError as error:
         if for_ == "checkpoints" and str(error).startswith("checkpoints:"):
             raise RelsimError(f"{args.scenario}: {error}") from None
@@ -89,17 +93,22 @@ def format_plan(result: Any, scenario_name: str = "") -> str:
         else:
             lines.append(f"  {'largest false_reject':<30} none reaches the target")
     if result.for_ == "allocation" and "method" in details:
+        objective = details.get("objective", "cost_per_success").replace("_", " ")
+        lines.append(f"  {'minimises':<30} {objective}")
         lines.append(f"  {'method':<30} {details['method']}")
         gap = details.get("gap")
         if gap is None:
-            lines.append(f"  {'gap to the optimum':<30} no bound known")
-        elif "lower_bound" in details:
-            lines.append(
-                f"  {'gap to the optimum':<30} at most {gap:.6g} "
-                f"(lower bound {details['lower_bound']:.6f})"
-            )
+            lines.append(f"  {'answer':<30} a heuristic: no bound on the gap to the optimum")
+        elif gap == 0.0:
+            lines.append(f"  {'answer':<30} optimal")
         else:
-            lines.append(f"  {'gap to the optimum':<30} 0 (exact)")
+            weak = ", by monotonicity alone" if details.get("bound") else ""
+            lines.append(
+                f"  {'answer':<30} a heuristic within {gap:.6g} of the optimum "
+                f"(lower bound {details['lower_bound']:.6f}{weak})"
+            )
+        if details.get("why"):
+            lines.append(f"  why: {details['why']}")
     if not result.feasible and result.reason:
         lines.append(f"  why: {result.reason}")
     return "\n".join(lines)

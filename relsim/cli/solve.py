@@ -8,6 +8,7 @@ With ``--p`` it plans one design (exit 3 when the target is out of reach, saying
 would make it reachable); without, it tabulates a grid of ``p``. Scenario form::
 
     relsim solve design.toml --for retries|total|allocation|verifier|p|checkpoints
+    relsim solve design.toml --for allocation [--objective cost_per_success|expected_cost]
 
 hands over to the planner (``relsim.cli.plan_command``).
 """
@@ -25,6 +26,7 @@ from relsim.cli._args import (
     positive_int,
     print_json,
     probability,
+    step_count,
     target,
 )
 from relsim.errors import RelsimError, invalid
@@ -55,7 +57,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "scenario", nargs="?", metavar="SCENARIO", help="a scenario file (TOML) to plan --for"
     )
-    parser.add_argument("--steps", type=positive_int, help="steps in the task (integer >= 1)")
+    parser.add_argument(
+        "--steps", type=step_count, help="steps in the task (an integer in 1..2**62)"
+    )
     parser.add_argument("--target", type=target, help="end-to-end success wanted, in (0, 1]")
     parser.add_argument("--p", type=probability, help="per-attempt success, in [0, 1]")
     parser.add_argument(
@@ -71,6 +75,12 @@ def add_parser(subparsers: Any) -> None:
         "--for", dest="for_", choices=FOR_CHOICES, help="what to plan for a SCENARIO file"
     )
     parser.add_argument(
+        "--objective",
+        choices=("cost_per_success", "expected_cost"),
+        help="what --for allocation minimises: cost per success (default; a failed trial is "
+        "run again) or expected cost per trial",
+    )
+    parser.add_argument(
         "--validate",
         type=positive_int,
         metavar="N",
@@ -84,6 +94,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.scenario is not None:
         return _run_scenario(args)
+    if getattr(args, "objective", None) is not None:
+        raise RelsimError("--objective: is what --for allocation minimises: give a SCENARIO file")
     if args.for_ is not None:
         raise RelsimError(
             "--for: plans a scenario file: give one, as in 'relsim solve design.toml --for "
@@ -128,6 +140,8 @@ def _run_scenario(args: argparse.Namespace) -> int:
         )
     if args.for_ is None:
         raise invalid("--for", f"one of {', '.join(FOR_CHOICES)} with a SCENARIO file", None)
+    if args.objective is not None and args.for_ != "allocation":
+        raise RelsimError("--objective: is what --for allocation minimises: use it with that")
     from relsim.cli.plan_command import run_scenario
 
     return run_scenario(args)

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, int_list, print_json
+from relsim.cli._args import EXIT_OK, print_json, step_list
 
 #: The lesson's grids (p 0.9, 0.95, 0.99; n 5, 10, 20, 50) plus a few more.
 DEFAULT_P = (0.8, 0.9, 0.95, 0.99, 0.999)
@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--steps",
-        type=int_list,
+        type=step_list,
         default=list(DEFAULT_STEPS),
         metavar="LIST",
         help=f"step counts (default {','.join(map(str, DEFAULT_STEPS))})",

@@ -8,7 +8,7 @@ every candidate with the exact engine (:func:`relsim.evaluate`) and returns a :c
 ============  ===========================================================================
 retries       the least uniform per-step retry budget ``r`` (the task-wide cap is kept)
 total         the least task-wide budget ``B`` (the per-step cap is kept; none if unset)
-allocation    per-step budgets ``r_i`` of least expected cost
+allocation    per-step budgets ``r_i`` of least cost per success (or expected cost)
 verifier      the largest ``miss`` (and, separately, the largest ``false_reject``)
 p             the least uniform per-attempt success ``p``
 checkpoints   the spacing ``every = k`` of least expected cost
@@ -17,8 +17,12 @@ checkpoints   the spacing ``every = k`` of least expected cost
 :func:`levers` answers the reviewer's question "which single change buys the most?": one row
 per change that applies to the scenario, evaluated exactly.
 
-A plan is feasible when the exact success is at least ``target - 1e-12`` (the slack absorbs
-rounding only). When no value reaches the target, the plan says so (``feasible=False``), gives
+A plan is feasible when the design meets the target by one rule, shared with the flag form
+and ``relsim evaluate --require-target`` (:func:`relsim.formulas.meets_target`): log success,
+taken from the failure probability where it is small, at least log target; no tolerance, so
+target 1 is met only by a design that cannot fail. Before a search starts, its work and
+memory are estimated and a plan over a minute (or an allocation over 2 GiB) is refused with
+the estimate and what to do instead. When no value reaches the target, the plan says so (``feasible=False``), gives
 the ceiling (the best success the planned quantity can buy), the constraint that binds and the
 reason in words, and its ``value`` is the nearest design: the one that comes closest.
 

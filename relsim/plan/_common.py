@@ -21,8 +21,9 @@ from relsim.scenario import Retries, Scenario, Verifier
 
 __all__ = ["QUANTITIES", "Plan"]  # and the private helpers the planners share
 
-#: Slack on ``success >= target``: rounding only, far below the engine's accuracy (1e-9).
-TOLERANCE = 1e-12
+#: Slack on ``success >= target``: none. Every planner judges a target by one rule,
+#: :func:`_reaches` (:func:`relsim.formulas.meets_target`), with no tolerance.
+TOLERANCE = 0.0
 #: Success that changes by less than this over a doubling of a budget has converged.
 CONVERGED = 1e-12
 #: The largest per-step retry budget any search tries.
@@ -38,6 +39,8 @@ BISECTION_WIDTH = 1e-9
 SCAN_INTERVALS = 16
 #: Allocation: an exact Pareto front larger than this switches to the bucketed method.
 MAX_FRONT = 20_000
+#: Allocation: the most memory (bytes) its tables may take; beyond, it refuses up front.
+MAX_MEMORY = 2 * 2**30
 #: Allocation: buckets of log-success in the bucketed dynamic programme ...
 BUCKETS = 65_536
 #: ... and in the surrogate solves of the general search (run many times).
@@ -53,10 +56,50 @@ SURROGATE_BISECTIONS = 6
 #: Checkpoints: every spacing is tried up to this many steps; beyond, a grid and a local walk.
 EXHAUSTIVE_CHECKPOINTS = 64
 
-def _goal(scenario: Scenario, target: float | None) -> float:
-    """The target to plan for: ``target``, else the scenario's; in (0, 1]."""
+#: Work estimate: exact evaluations each planner makes (an upper estimate for large scenarios:
+#: doubling and bisection over the budget, regula falsi, the spacing grid and walk, plus the
+#: diagnosis of an infeasible plan).
+EVALUATIONS = {
+    "retries": 25, "total": 30, "allocation": 40, "verifier": 80, "p": 30, "checkpoints": 30,
+}
+#: Work estimate: seconds of one unit (step x rollback round x confusion state) of the exact
+#: engine, measured on the development machine (benchmarks/exact_speed.py scale) ...
+SECONDS_PER_UNIT = 2.2e-5
+#: ... and the most seconds a plan may be estimated to take before it is refused.
+MAX_SECONDS = 60.0
+
+
+def _check_work(scenario: Scenario, for_: str) -> None:
+    """Refuse, before the search starts, a plan estimated to take over ``MAX_SECONDS``.
+
+    A chain of independent steps is searched with closed forms (one engine call at the end);
+    anything else costs ``EVALUATIONS[for_]`` exact evaluations of about ``SECONDS_PER_UNIT``
+    x steps x (rollbacks + 1) x (2 with confusion) seconds each."""
+    if _is_chain(scenario):
+        evaluations = 3
+    else:
+        evaluations = EVALUATIONS.get(for_, 30)
+    rollbacks = scenario.checkpoints.rollbacks if scenario.checkpoints is not None else 0
+    states = 2 if scenario.correlation.confusion is not None else 1
+    one = SECONDS_PER_UNIT * scenario.steps * (rollbacks + 1) * states
+    seconds = evaluations * one
+    if seconds > MAX_SECONDS:
+        raise RelsimError(
+            f"{for_}: planning this {scenario.steps}-step scenario needs about {evaluations} "
+            f"exact evaluations of about {one:.2g} s each (about {seconds / 60:.0f} minutes), "
+            f"over the planner's limit of {MAX_SECONDS / 60:.0f} minute; evaluate one design "
+            "with 'relsim evaluate', simulate it with 'relsim simulate', or plan a shorter "
+            "model of the task (fewer, coarser steps, or fewer rollbacks)"
+        )
+
+
+def _goal(scenario: Scenario, target: float | None, for_: str | None = None) -> float:
+    """The target to plan for: ``target``, else the scenario's; in (0, 1]. With ``for_``,
+    the plan's work is estimated first (:func:`_check_work`)."""
     if not isinstance(scenario, Scenario):
         raise invalid("scenario", "a Scenario", type(scenario).__name__)
+    if for_ is not None:
+        _check_work(scenario, for_)
     if target is None:
         target = scenario.target
     if target is None:
@@ -67,6 +110,42 @@ def _goal(scenario: Scenario, target: float | None) -> float:
     if not 0.0 < target <= 1.0:
         raise invalid("target", "a number in (0, 1]", target)
     return target
+
+
+class _Success(float):
+    """A success probability that carries its failure probability (silent + detected,
+    summed without the cancellation of ``1 - success``), for the target rule."""
+
+    failure: float
+
+    def __new__(cls, success: float, failure: float) -> "_Success":
+        value = super().__new__(cls, success)
+        value.failure = float(failure)
+        return value
+
+
+def _outcome_success(outcome: Outcome) -> _Success:
+    return _Success(outcome.success, outcome.silent_failure + outcome.detected_failure)
+
+
+def _reaches(success: float, goal: float) -> bool:
+    """The one target rule of every planner: ``log(success) >= log(goal)``, both logs from
+    the failure probability where it is small (:func:`relsim.formulas.meets_target`). So a
+    target a few ulps below 1 is judged by the failure probability, and target 1 is met only
+    by a design whose failure probability is exactly 0 (one that cannot fail)."""
+    failure = getattr(success, "failure", None)
+    if failure is None:  # a plain float: its complement, to rounding
+        failure = 1.0 - float(success)
+    if failure < 0.5:
+        log_success = math.log1p(-failure)
+    else:
+        log_success = math.log(success) if success > 0 else -math.inf
+    return formulas.meets_target(log_success, goal)
+
+
+def _log_goal(goal: float) -> float:
+    """``log(goal)`` to full relative accuracy (the target side of :func:`_reaches`)."""
+    return formulas._log_target(goal)
 
 
 def _evaluate(scenario: Scenario) -> Outcome:
@@ -85,8 +164,9 @@ def _is_chain(scenario: Scenario) -> bool:
     )
 
 
-def _success(scenario: Scenario) -> float:
-    """Exact success: the closed-form chain where it applies, else the engine."""
+def _success(scenario: Scenario) -> _Success:
+    """Exact success (with its failure probability, for :func:`_reaches`): the closed-form
+    chain where it applies, else the engine."""
     if _is_chain(scenario):
         chain = formulas.verified_chain(
             scenario.p_array,
@@ -94,8 +174,8 @@ def _success(scenario: Scenario) -> float:
             scenario.miss_array,
             scenario.false_reject_array,
         )
-        return float(chain.success)
-    return float(_evaluate(scenario).success)
+        return _Success(chain.success, chain.silent_failure + chain.detected_failure)
+    return _outcome_success(_evaluate(scenario))
 
 
 def _plan(

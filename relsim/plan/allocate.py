@@ -1,5 +1,6 @@
-"""Retry allocation: :func:`allocation`, per-step budgets of least expected cost that reach a
-target (exact for chains; a surrogate-guided search with branch and bound otherwise)."""
+"""Retry allocation: :func:`allocation`, per-step budgets of least cost per success (or,
+with ``objective="expected_cost"``, least expected cost per trial) that reach a target (exact
+for chains; a surrogate-guided search with branch and bound otherwise)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from relsim import formulas
+from relsim.errors import RelsimError, invalid
 from relsim.plan import _common
 from relsim.plan._common import (
     BRANCH_AND_BOUND_EVALUATIONS,
@@ -19,13 +21,15 @@ from relsim.plan._common import (
     POLISH_TRIALS,
     SURROGATE_BISECTIONS,
     SURROGATE_BUCKETS,
-    TOLERANCE,
     Plan,
     _budget_floor,
     _evaluate,
     _goal,
     _is_chain,
+    _log_goal,
+    _outcome_success,
     _plan,
+    _reaches,
     _with_per_step,
 )
 from relsim.plan.binding import _no_verifier_plan
@@ -37,8 +41,23 @@ from relsim.scenario import Scenario
 __all__ = ["allocation"]
 
 
-def allocation(scenario: Scenario, target: float | None = None) -> Plan:
-    r"""Per-step retry budgets :math:`r_i` of least expected cost with success >= ``target``.
+#: The objectives :func:`allocation` can minimise.
+OBJECTIVES = ("cost_per_success", "expected_cost")
+
+
+def allocation(
+    scenario: Scenario, target: float | None = None, *, objective: str = "cost_per_success"
+) -> Plan:
+    r"""Per-step retry budgets :math:`r_i` of least cost with success >= ``target``.
+
+    ``objective`` says which cost: ``"cost_per_success"`` (the default) minimises
+    :math:`\text{cost}/\text{success}`, what a budget owner pays per success when a failed
+    trial is run again; ``"expected_cost"`` minimises the expected cost of one trial (a
+    failed trial counted once). Both are non-decreasing in cost and non-increasing in
+    success, so everything below holds for either. ``details`` carries ``objective``,
+    ``optimal`` (True when proven optimal), ``method``, the ``gap`` to the optimum where a
+    bound is known (None when none is) and ``why``, one line on why the budget sits where it
+    does.
 
     For a chain of independent steps (no correlation, no checkpoints, no task-wide budget)
 
@@ -50,12 +69,14 @@ def allocation(scenario: Scenario, target: float | None = None) -> Plan:
     pair (success, cost) of the suffix, and prepending a step maps pairs monotonically, so a
     dominated pair can never become optimal: a dynamic programme over the Pareto front is
     exact (it equals brute force). First the same programme runs on ``BUCKETS`` buckets of
-    log-success, rounding each pair's success down (every answer is feasible), and greedy
-    decrements follow while the exact success allows: its cost bounds the exact front by
+    log-success, rounding each pair's success down (every answer is feasible), and a local
+    search of single-step changes follows: its objective bounds the exact front by
     branch and bound. When the front still outgrows ``MAX_FRONT`` pairs, the bucketed answer
     stands and a second run rounding success up gives a valid lower bound on the optimum.
-    ``details`` reports the method, the bound and the gap. Budgets are searched from the
-    least ``r_i`` the target allows to the one within ``1e-12`` of the step's ceiling.
+    Budgets are searched from the least ``r_i`` the target allows to the one within ``1e-12``
+    of the step's ceiling. Before it starts, the planner estimates the memory of its tables
+    and refuses (a :class:`~relsim.errors.RelsimError` with the estimate and what to do
+    instead) beyond ``MAX_MEMORY`` bytes.
 
     Any other scenario relies on success and expected cost both being non-decreasing in
     every :math:`r_i` (a larger budget changes a trial only where the smaller one would have
@@ -67,45 +88,118 @@ def allocation(scenario: Scenario, target: float | None = None) -> Plan:
     the target and the surrogate's ceiling, or below the target when the surrogate is
     pessimistic) for the cheapest that reaches the target; uniform increments take over when
     even the surrogate's largest budgets fall short. Up to ``POLISH_TRIALS`` single-step
-    decrements follow, the largest surrogate saving first. No bound on the gap is known for
-    that heuristic. Up to ``BRANCH_AND_BOUND_STEPS`` steps, a branch and bound then searches
+    decrements follow, the largest surrogate saving first. That heuristic's gap is bounded by
+    monotonicity alone (two evaluations: the cost with every budget at 0, over the success
+    with every budget at ``MAX_BUDGET``), a valid but weak bound. Up to
+    ``BRANCH_AND_BOUND_STEPS`` steps, a branch and bound then searches
     the box of budgets up to the surrogate's per-step limits (or the heuristic's, if larger;
     never above a task-wide budget) with the heuristic as incumbent: a partial allocation
-    whose cost with the remaining steps at 0 already exceeds the incumbent, or whose success
-    with them at their limits falls short, is cut; the last step takes the least budget that
-    reaches the target. Finished within ``BRANCH_AND_BOUND_EVALUATIONS`` evaluations, the
-    answer is exact in that box (``gap`` 0).
+    whose objective bound (its cost with the remaining steps at 0, over its success with
+    them at their limits) already exceeds the incumbent, or whose success with them at their
+    limits falls short, is cut. Finished within ``BRANCH_AND_BOUND_EVALUATIONS`` evaluations,
+    the answer is exact in that box (``gap`` 0).
 
     Whenever an answer is not proven optimal, it is compared with the least uniform budget
-    (:func:`retries`) and the cheaper one is returned.
+    (:func:`retries`) and the better one is returned.
 
     Examples
     --------
+    Per trial, the 0.99 step needs no retry (brute force agrees):
+
     >>> s = Scenario.from_dict({"steps": 3, "p": [0.9, 0.6, 0.99], "verifier": {"miss": 0.0}})
-    >>> allocation(s, 0.95).value  # brute force agrees; the 0.99 step needs no retry
+    >>> allocation(s, 0.95, objective="expected_cost").value
     (1, 3, 0)
+
+    Per success, behind this perfect verifier a retry always costs less than a rerun, so every
+    step retries until its success is within 1e-12 of 1:
+
+    >>> plan = allocation(s, 0.95)
+    >>> plan.value, plan.details["optimal"]
+    ((9, 29, 6), True)
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "allocation")
+    if objective not in OBJECTIVES:
+        raise invalid("objective", f"one of {', '.join(OBJECTIVES)}", objective)
     if scenario.verifier is None:
         return _no_verifier_plan("allocation", scenario, goal, (0,) * scenario.steps)
+    _check_size(scenario)
     if _is_chain(scenario):
-        plan = _allocation_chain(scenario, goal)
+        plan = _allocation_chain(scenario, goal, objective)
     else:
-        plan = _allocation_general(scenario, goal)
+        plan = _allocation_general(scenario, goal, objective)
     if plan.feasible and plan.details.get("gap") != 0.0:
-        uniform = retries(scenario, goal)  # never worse than the best uniform budget
-        if uniform.feasible and uniform.expected_cost < plan.expected_cost:
+        uniform = retries(scenario, goal)  # never worse than the least uniform budget
+        if uniform.feasible and _plan_score(uniform, objective) < _plan_score(plan, objective):
             budgets = (int(uniform.value),) * scenario.steps  # type: ignore[arg-type]
-            method = "uniform budget (cheaper than the search's answer)"
-            return replace(
+            method = "uniform budget (better than the search's answer)"
+            details = {**plan.details, "method": method}
+            if details.get("lower_bound") is not None:  # the bound holds for it too
+                details["gap"] = max(0.0, _plan_score(uniform, objective) - details["lower_bound"])
+            plan = replace(
                 plan,
                 value=budgets,
                 success=uniform.success,
                 expected_cost=uniform.expected_cost,
                 scenario=uniform.scenario,
-                details={**plan.details, "method": method},
+                details=details,
             )
+    if plan.feasible:
+        details = {**plan.details, "objective": objective}
+        details["optimal"] = details.get("gap") == 0.0
+        details["why"] = _why(plan.value, objective)  # type: ignore[arg-type]
+        plan = replace(plan, details=details)
     return plan
+
+
+def _plan_score(plan: Plan, objective: str) -> float:
+    return plan.expected_cost if objective == "expected_cost" else plan.cost_per_success
+
+
+def _score(cost: Any, log_success: Any, objective: str) -> Any:
+    """The objective from a cost and a log-success (arrays or floats)."""
+    if objective == "expected_cost":
+        return cost
+    with np.errstate(over="ignore", invalid="ignore"):
+        return cost * np.exp(-np.asarray(log_success, dtype=float))
+
+
+def _why(budgets: Sequence[int], objective: str) -> str:
+    """One line on why the budget sits where it does (the shape of the answer, in words)."""
+    budgets = [int(b) for b in budgets]
+    top = max(budgets)
+    where = [i + 1 for i, b in enumerate(budgets) if b == top]
+    span = f"step {where[0]}" if len(where) == 1 else f"steps {where[0]}-{where[-1]}"
+    if min(budgets) == top:
+        shape = f"every step gets {top}"
+    else:
+        shape = f"the most, {top}, at {span}"
+    if objective == "expected_cost":
+        return (
+            f"{shape}: per trial, a failure early stops the trial before the later steps "
+            "are paid for, so early steps get fewer retries (a failed trial is not run again)"
+        )
+    return (
+        f"{shape}: a failure late in a trial wastes the work of every step before it (the "
+        "trial is run again), so later and weaker steps get more retries"
+    )
+
+
+def _check_size(scenario: Scenario) -> None:
+    """Refuse, before any work, a chain table or bucketed programme over ``MAX_MEMORY``."""
+    width = _budget_floor(scenario) + 1
+    effect = scenario.has_random_effects
+    cells = scenario.steps * width * (21 if effect else 1)
+    table = 8 * cells * 8  # eight float64 tables and temporaries of that size
+    buckets = scenario.steps * (BUCKETS + 1) * 2  # the int16 choice table of the programme
+    need = table + buckets
+    if need > _common.MAX_MEMORY:
+        raise RelsimError(
+            f"allocation: {scenario.steps} steps with budgets up to {width - 1} need about "
+            f"{need / 2**30:.1f} GiB, over the planner's limit of "
+            f"{_common.MAX_MEMORY / 2**30:.1f} GiB; plan a uniform budget instead "
+            "(relsim solve SCENARIO --for retries, which needs little memory), or allocate "
+            "over a shorter chain (group steps into stages)"
+        )
 
 
 @dataclass
@@ -118,6 +212,7 @@ class _ChainTable:
     unit_cost: np.ndarray  # c_i = attempt_i + verify
     low: np.ndarray  # least budget each step may take
     high: np.ndarray  # largest budget worth searching
+    log_table: np.ndarray  # log s_i(r), from the step's failure where it is small
 
     def cost(self, budgets: np.ndarray) -> float:
         rows = np.arange(len(budgets))
@@ -128,8 +223,10 @@ class _ChainTable:
 
     def log_success(self, budgets: np.ndarray) -> float:
         rows = np.arange(len(budgets))
-        with np.errstate(divide="ignore"):
-            return float(np.sum(np.log(self.success[rows, budgets])))
+        return float(np.sum(self.log_table[rows, budgets]))
+
+    def score(self, budgets: np.ndarray, objective: str) -> float:
+        return float(_score(self.cost(budgets), self.log_success(budgets), objective))
 
     def ceiling(self) -> float:
         """Log-success with every step at its largest budget."""
@@ -139,42 +236,44 @@ class _ChainTable:
         """A copy whose ``low`` is the least budget each step needs for ``goal`` (with every
         other step at its best); None when even the best falls short."""
         n = len(self.high)
-        with np.errstate(divide="ignore"):
-            log_success = np.log(self.success)
-        best = log_success[np.arange(n), self.high]
-        log_goal = math.log(goal) - TOLERANCE
+        best = self.log_table[np.arange(n), self.high]
+        log_goal = _log_goal(goal)
         if not np.all(np.isfinite(best)) or float(np.sum(best)) < log_goal:
             return None
         need = log_goal - (float(np.sum(best)) - best)
-        low = np.argmax(log_success >= need[:, None], axis=1)
+        low = np.argmax(self.log_table >= need[:, None], axis=1)
         return replace(self, low=np.minimum(low, self.high))
 
-    def solve(self, goal: float, exact: bool = True) -> tuple[np.ndarray, dict[str, Any]] | None:
-        """The chain's cheapest budgets for ``goal`` and the method notes; None if infeasible.
+    def solve(
+        self, goal: float, objective: str, exact: bool = True
+    ) -> tuple[np.ndarray, dict[str, Any]] | None:
+        """The chain's best budgets for ``goal`` and the method notes; None if infeasible.
 
-        The bucketed programme rounding success down, then greedy decrements, give a
-        feasible answer; with ``exact`` its cost bounds the exact Pareto programme, and when
-        that outgrows its limits a second bucketed run rounding up gives a lower bound."""
+        The bucketed programme rounding success down, then a local search, give a
+        feasible answer; with ``exact`` its objective bounds the exact Pareto programme, and
+        when that outgrows its limits a second bucketed run rounding up gives a lower bound."""
         table = self.for_goal(goal)
         if table is None:
             return None
+        if _log_goal(goal) == 0.0:  # target 1, met: every step is certain at its least budget
+            return table.low.astype(np.int64), {"method": "exact (every step certain)", "gap": 0.0}
         buckets = BUCKETS if exact else SURROGATE_BUCKETS
-        _, found_budgets = _bucketed(table, goal, optimistic=False, buckets=buckets)
+        _, found_budgets = _bucketed(table, goal, objective, optimistic=False, buckets=buckets)
         if found_budgets is None:  # the target is within the rounding of the ceiling
             found_budgets = table.high.astype(np.int64)  # feasible: for_goal checked it
-        found_budgets = _decrement_greedily(table, found_budgets, goal)
-        found = table.cost(found_budgets)
-        budgets = _pareto_allocation(table, goal, found) if exact else None
+        found_budgets = _improve_locally(table, found_budgets, goal, objective)
+        found = table.score(found_budgets, objective)
+        budgets = _pareto_allocation(table, goal, found, objective) if exact else None
         if budgets is not None:
             method = "exact (dynamic programme over the Pareto front)"
             return budgets, {"method": method, "gap": 0.0}
         if not exact:
             return found_budgets, {}
-        bound, _ = _bucketed(table, goal, optimistic=True)
+        bound, _ = _bucketed(table, goal, objective, optimistic=True)
         gap = max(0.0, found - bound)
         return found_budgets, {
             "method": f"bucketed dynamic programme ({BUCKETS} levels of log-success) "
-            "with greedy decrements",
+            "with a local search",
             "lower_bound": bound,
             "gap": gap,
             "relative_gap": gap / found if found > 0 else 0.0,
@@ -208,6 +307,8 @@ def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
         full = shape[:1] + (len(nodes),) + shape[1:]
         w = weights[None, :, None]
         success = np.sum(w * np.broadcast_to(np.asarray(step.success, float), full), axis=1)
+        failed = np.asarray(step.silent_failure, float) + np.asarray(step.exhausted, float)
+        failure = np.sum(w * np.broadcast_to(failed, full), axis=1)
         passed = 1.0 - np.sum(w * np.broadcast_to(np.asarray(step.exhausted, float), full), axis=1)
         attempts = np.sum(
             w * np.broadcast_to(np.asarray(step.expected_attempts, float), full), axis=1
@@ -220,26 +321,31 @@ def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
             scenario.false_reject_array[:, None],
         )
         success = np.broadcast_to(np.asarray(step.success, float), shape).copy()
+        failed = np.asarray(step.silent_failure, float) + np.asarray(step.exhausted, float)
+        failure = np.broadcast_to(failed, shape)
         passed = 1.0 - np.broadcast_to(np.asarray(step.exhausted, float), shape)
         attempts = np.broadcast_to(np.asarray(step.expected_attempts, float), shape).copy()
-    with np.errstate(divide="ignore"):
-        log_success = np.log(success)
+    with np.errstate(divide="ignore"):  # log s from the failure where it is small
+        log_success = np.where(failure < 0.5, np.log1p(-np.minimum(failure, 0.5)), np.log(success))
     top = log_success[:, -1]
     # least budget within 1e-12 (relative) of the step's ceiling: more is never worth it
     high = np.argmax(log_success >= (top - CONVERGED)[:, None], axis=1)
     unit_cost = scenario.attempt_cost_array + scenario.cost.verify
     low = np.zeros(scenario.steps, dtype=np.int64)
-    return _ChainTable(success, passed, attempts, unit_cost, low, high)
+    return _ChainTable(success, passed, attempts, unit_cost, low, high, log_success)
 
 
-def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndarray | None:
+def _pareto_allocation(
+    table: _ChainTable, goal: float, bound: float, objective: str
+) -> np.ndarray | None:
     """Exact: dynamic programme over the Pareto front of (suffix success, suffix cost),
-    pruned by branch and bound against ``bound``, the cost of a known feasible plan.
+    pruned by branch and bound against ``bound``, the objective of a known feasible plan.
 
     A suffix pair can only end in a plan costing at least ``prefix_cost + reach * cost``
     with the steps before it at their least budgets (both are non-decreasing in every
-    budget); pairs above ``bound`` are dropped. None when the front outgrows ``MAX_FRONT``
-    or the work (pairs examined) exceeds ``100 * MAX_FRONT * steps``."""
+    budget), and succeeding at most its success times the best the steps before it can add;
+    pairs whose objective bound exceeds ``bound`` are dropped. None when the front outgrows
+    ``MAX_FRONT`` or the work (pairs examined) exceeds ``100 * MAX_FRONT * steps``."""
     n = len(table.low)
     rows = np.arange(n)
     least_attempts = table.attempts[rows, table.low]
@@ -249,9 +355,8 @@ def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndar
     least_prefix = np.concatenate([[0.0], np.cumsum(least_cost)])
     limit = bound * (1 + 1e-12) + 1e-300
     work = 0
-    log_goal = math.log(goal) - TOLERANCE
-    with np.errstate(divide="ignore"):
-        log_table = np.log(table.success)
+    log_goal = _log_goal(goal)
+    log_table = table.log_table
     best = log_table[np.arange(n), table.high]
     # best log-success the steps before i can still add
     prefix_best = np.concatenate([[0.0], np.cumsum(best)])
@@ -270,9 +375,10 @@ def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndar
         parent = np.broadcast_to(np.arange(len(cost))[None, :], new_log.shape).ravel()
         new_log = new_log.ravel()
         new_cost = new_cost.ravel()
-        keep = (new_log + prefix_best[i] >= log_goal) & (
-            least_prefix[i] + least_reach[i] * new_cost <= limit
+        optimistic = _score(
+            least_prefix[i] + least_reach[i] * new_cost, new_log + prefix_best[i], objective
         )
+        keep = (new_log + prefix_best[i] >= log_goal) & (optimistic <= limit)
         new_log, new_cost = new_log[keep], new_cost[keep]
         choice, parent = choice[keep], parent[keep]
         work += keep.size
@@ -288,7 +394,7 @@ def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndar
         parents.append(parent[front])
         if len(cost) > _common.MAX_FRONT:
             return None
-    index = int(np.argmin(cost))
+    index = int(np.argmin(_score(cost, log_success, objective)))
     budgets = np.empty(n, dtype=np.int64)
     for i in range(n):  # choices[-1] is step 0
         level = n - 1 - i
@@ -298,21 +404,25 @@ def _pareto_allocation(table: _ChainTable, goal: float, bound: float) -> np.ndar
 
 
 def _bucketed(
-    table: _ChainTable, goal: float, optimistic: bool, buckets: int | None = None
+    table: _ChainTable,
+    goal: float,
+    objective: str,
+    optimistic: bool,
+    buckets: int | None = None,
 ) -> tuple[float, np.ndarray | None]:
     """The dynamic programme on ``buckets`` (default ``BUCKETS``) levels of log-success
     between log(goal) and 0.
 
     Rounding success down at each step (``optimistic=False``) keeps only real, feasible
     plans; rounding up (``optimistic=True``) keeps, for every real plan, a relaxed one at
-    least as good, so its least cost is a lower bound on the optimum. Returns the least cost
-    and (rounding down) the budgets."""
+    least as good (no more cost, a level at least its log-success), so the least objective
+    over the buckets, each taken at its level, is a lower bound on the optimum. Returns that
+    least objective and (rounding down) the budgets of the best bucket."""
     n = len(table.low)
     count = BUCKETS if buckets is None else buckets
-    log_goal = math.log(goal) - TOLERANCE
+    log_goal = _log_goal(goal)
     width = -log_goal / count
-    with np.errstate(divide="ignore"):
-        log_table = np.log(table.success)
+    log_table = table.log_table
     best = log_table[np.arange(n), table.high]
     prefix_best = np.concatenate([[0.0], np.cumsum(best)])
     # bucket b holds level log_goal + b * width; the empty suffix has success 1 (b = count)
@@ -320,6 +430,7 @@ def _bucketed(
     cost[count] = 0.0
     choice_of = np.full((n, count + 1), -1, dtype=np.int16)  # budgets <= MAX_BUDGET
     rounding = np.ceil if optimistic else np.floor
+    levels = log_goal + width * np.arange(count + 1)
     for i in range(n - 1, -1, -1):
         new_cost = np.full(count + 1, np.inf)
         new_choice = np.full(count + 1, -1, dtype=np.int16)
@@ -335,14 +446,14 @@ def _bucketed(
             new_cost[target_slice][better] = candidate[better]
             new_choice[target_slice][better] = budget
         # a suffix the earlier steps cannot lift to the goal is dropped
-        levels = log_goal + width * np.arange(count + 1)
         new_cost[levels + prefix_best[i] < log_goal] = np.inf
         cost = new_cost
         choice_of[i] = new_choice
     if not np.any(np.isfinite(cost)):
         return math.inf, None
-    bucket = int(np.argmin(cost))
-    lowest = float(cost[bucket])
+    scores = _score(cost, levels, objective)
+    bucket = int(np.argmin(scores))
+    lowest = float(scores[bucket])
     if optimistic:
         return lowest, None
     budgets = np.empty(n, dtype=np.int64)
@@ -353,42 +464,57 @@ def _bucketed(
     return lowest, budgets
 
 
-def _decrement_greedily(table: _ChainTable, budgets: np.ndarray, goal: float) -> np.ndarray:
-    """Lower single budgets, the largest exact saving first, while success stays >= goal."""
+def _improve_locally(
+    table: _ChainTable, budgets: np.ndarray, goal: float, objective: str
+) -> np.ndarray:
+    """Single-step changes (one budget down, or for cost per success also up), the best
+    improvement of the objective first, while success stays >= goal."""
     budgets = budgets.copy()
-    log_goal = math.log(goal) - TOLERANCE
+    log_goal = _log_goal(goal)
     n = len(budgets)
     rows = np.arange(n)
-    with np.errstate(divide="ignore"):
-        log_table = np.log(table.success)
-    while True:
-        can = budgets > table.low
-        if not np.any(can):
-            return budgets
-        lower = np.where(can, budgets - 1, budgets)
-        log_now = log_table[rows, budgets]
-        total_log = float(np.sum(log_now))
-        new_log = total_log - log_now + log_table[rows, lower]
+    moves = (-1,) if objective == "expected_cost" else (-1, 1)
+    for _ in range(100 * n + 100):  # each move improves the objective: this is a backstop
         attempts = table.attempts[rows, budgets]
         passed = table.passed[rows, budgets]
         reach = np.concatenate([[1.0], np.cumprod(passed)[:-1]])
-        # cost of the steps after i, given step i is passed
-        after = np.zeros(n)
-        for i in range(n - 2, -1, -1):
-            after[i] = table.unit_cost[i + 1] * attempts[i + 1] + passed[i + 1] * after[i + 1]
-        saving = reach * (
-            table.unit_cost * (attempts - table.attempts[rows, lower])
-            + (passed - table.passed[rows, lower]) * after
-        )
-        ok = can & (new_log >= log_goal)
-        if not np.any(ok):
+        # cost of the steps after i, given step i is passed: the suffix sum of
+        # c_j S_j reach_j over reach_{i+1} (reach >= success >= goal > 0: no underflow)
+        share = table.unit_cost * attempts * reach
+        suffix = np.concatenate([np.cumsum(share[::-1])[::-1][1:], [0.0]])
+        reach_next = np.concatenate([reach[1:], [1.0]])
+        after = suffix / reach_next
+        cost = float(np.sum(share))
+        log_now = table.log_table[rows, budgets]
+        total_log = float(np.sum(log_now))
+        current = float(_score(cost, total_log, objective))
+        best_gain, best_move = -math.inf, None
+        for move in moves:
+            other = budgets + move
+            can = (other >= table.low) & (other <= table.high)
+            other = np.clip(other, table.low, table.high)
+            new_log = total_log - log_now + table.log_table[rows, other]
+            new_cost = cost - reach * (
+                table.unit_cost * (attempts - table.attempts[rows, other])
+                + (passed - table.passed[rows, other]) * after
+            )
+            gain = current - _score(new_cost, new_log, objective)
+            # a decrement that costs nothing is taken (the smaller budget), an increment only
+            # for a real gain: no move can undo the last one, so the search ends
+            needed = 0.0 if move < 0 else 1e-15 * abs(current)
+            ok = can & (new_log >= log_goal) & (gain >= needed) & ~((move > 0) & (gain <= 0))
+            if np.any(ok):
+                i = int(np.argmax(np.where(ok, gain, -np.inf)))
+                if best_move is None or gain[i] > best_gain:
+                    best_gain, best_move = float(gain[i]), (i, move)
+        if best_move is None:
             return budgets
-        i = int(np.argmax(np.where(ok, saving, -np.inf)))
-        budgets[i] -= 1
+        budgets[best_move[0]] += best_move[1]
+    return budgets
 
 
-def _allocation_chain(scenario: Scenario, goal: float) -> Plan:
-    solved = _step_table(scenario).solve(goal)
+def _allocation_chain(scenario: Scenario, goal: float, objective: str) -> Plan:
+    solved = _step_table(scenario).solve(goal, objective)
     if solved is None:
         return _allocation_infeasible(scenario, goal)
     budgets, details = solved
@@ -397,12 +523,15 @@ def _allocation_chain(scenario: Scenario, goal: float) -> Plan:
 
 
 def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
-    """Even unlimited budgets at every step fall short: the uniform-budget diagnosis."""
+    """Even the largest budgets the table holds fall short: the uniform-budget plan. When
+    the uniform search does reach the target (a target within 1e-12 of the ceiling, where the
+    table stops), its uniform budget is the answer, with no bound on the gap."""
     plan = retries(scenario, goal)
-    if plan.feasible:  # pragma: no cover - the chain table and the search agree
-        raise AssertionError("allocation found infeasible where a uniform budget is feasible")
     budget = plan.value if isinstance(plan.value, int) else 0
     budgets = (budget,) * scenario.steps
+    if plan.feasible:
+        details = {"method": "uniform budget (the target is at the step ceilings)", "gap": None}
+        return _plan("allocation", budgets, plan.scenario, goal, feasible=True, details=details)
     return _plan(
         "allocation",
         budgets,
@@ -415,8 +544,7 @@ def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
     )
 
 
-def _allocation_general(scenario: Scenario, goal: float) -> Plan:
-    reached = goal - TOLERANCE
+def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan:
     n = scenario.steps
     correlation = scenario.correlation
     table = _step_table(scenario, math.hypot(correlation.task_sd, correlation.step_sd))
@@ -432,23 +560,33 @@ def _allocation_general(scenario: Scenario, goal: float) -> Plan:
             evaluations[key] = _evaluate(_with_per_step(scenario, key))
         return evaluations[key]
 
+    def reaches_with(budgets: Sequence[int]) -> bool:
+        return _reaches(_outcome_success(outcome(budgets)), goal)
+
+    def score(budgets: Sequence[int]) -> float:
+        o = outcome(budgets)
+        if objective == "expected_cost":
+            return float(o.expected_cost)
+        return float(o.cost_per_success)
+
     log_goal = math.log(goal)
     log_top = table.ceiling()
     span = max(log_top - log_goal, 1e-9)
     solutions: dict[float, np.ndarray] = {}
 
     def planned(theta: float) -> np.ndarray:
-        """The surrogate's cheapest budgets for log-target ``log_goal + theta * span``."""
+        """The surrogate's best budgets for log-target ``log_goal + theta * span``."""
         if theta not in solutions:
             if theta >= 1.0:
                 solutions[theta] = table.high.astype(np.int64)
             else:
-                solved = table.solve(math.exp(min(0.0, log_goal + theta * span)), exact=False)
+                surrogate_goal = math.exp(min(0.0, log_goal + theta * span))
+                solved = table.solve(surrogate_goal, objective, exact=False)
                 solutions[theta] = table.high.astype(np.int64) if solved is None else solved[0]
         return solutions[theta]
 
     def reaches(theta: float) -> bool:
-        return float(outcome(planned(theta)).success) >= reached
+        return reaches_with(planned(theta))
 
     budgets: np.ndarray | None = None
     if reaches(1.0):
@@ -481,7 +619,7 @@ def _allocation_general(scenario: Scenario, goal: float) -> Plan:
         top = table.high.astype(np.int64)
 
         def success_at_extra(extra: int) -> float:
-            return float(outcome(np.minimum(top + extra, _common.MAX_BUDGET)).success)
+            return _outcome_success(outcome(np.minimum(top + extra, _common.MAX_BUDGET)))
 
         floor = _budget_floor(scenario)
         extra, _, _ = _least_budget(success_at_extra, goal, floor, _common.MAX_BUDGET)
@@ -503,21 +641,42 @@ def _allocation_general(scenario: Scenario, goal: float) -> Plan:
         trial = budgets.copy()
         trial[i] -= 1
         tried += 1
-        if outcome(trial).success >= reached:
+        if reaches_with(trial) and score(trial) <= score(budgets):
             budgets = trial
     method = (
         "surrogate chain optimum at a target tuned with the exact engine, then single-step "
-        "decrements"
+        "decrements (a heuristic)"
     )
     gap: float | None = None
     if n <= BRANCH_AND_BOUND_STEPS:
         box = np.maximum(table.high, budgets)
-        exact = _branch_and_bound(box, budgets, reached, outcome)
+        exact = _branch_and_bound(box, budgets, goal, outcome, objective)
         if exact is not None:
             budgets, method, gap = exact, "exact (branch and bound in the box of step limits)", 0.0
-    details = {"method": method, "gap": gap, "evaluations": len(evaluations)}
+    details: dict[str, Any] = {"method": method, "gap": gap}
+    if gap is None:  # a heuristic: bound it by monotonicity (a weak but valid bound)
+        bound = _monotone_bound(n, outcome, objective)
+        details.update(lower_bound=bound, gap=max(0.0, score(budgets) - bound))
+        details["bound"] = (
+            "cost with every budget at 0, over success with every budget at MAX_BUDGET: "
+            "valid for every allocation up to MAX_BUDGET per step, and weak"
+        )
+    details["evaluations"] = len(evaluations)
     design = _with_per_step(scenario, budgets)
     return _plan("allocation", budgets, design, goal, feasible=True, details=details)
+
+
+def _monotone_bound(
+    n: int, outcome: Callable[[Sequence[int]], Outcome], objective: str
+) -> float:
+    """A lower bound on the objective of every allocation in ``0..MAX_BUDGET`` per step:
+    expected cost and success are non-decreasing in every budget, so the cost is at least
+    that of all budgets at 0 and the success at most that of all at ``MAX_BUDGET``."""
+    low = float(outcome([0] * n).expected_cost)
+    if objective == "expected_cost":
+        return low
+    high = float(outcome([_common.MAX_BUDGET] * n).success)
+    return low / high if high > 0 else math.inf
 
 
 class _OutOfEvaluations(Exception):
@@ -527,14 +686,14 @@ class _OutOfEvaluations(Exception):
 def _branch_and_bound(
     box: np.ndarray,
     incumbent: np.ndarray,
-    reached: float,
+    goal: float,
     outcome: Callable[[Sequence[int]], Outcome],
+    objective: str,
 ) -> np.ndarray | None:
-    """Least expected cost over allocations ``0..box_i`` with success >= ``reached``,
+    """Least objective over allocations ``0..box_i`` with success reaching ``goal``,
     relying on success and cost being non-decreasing in every budget. None when the search
     needs more than ``BRANCH_AND_BOUND_EVALUATIONS`` new evaluations."""
     n = len(box)
-    best = [float(outcome(incumbent).expected_cost), incumbent.copy()]
     count = [0]
 
     def look(budgets: Sequence[int]) -> Outcome:
@@ -543,28 +702,53 @@ def _branch_and_bound(
             raise _OutOfEvaluations
         return outcome(budgets)
 
+    def value(o: Outcome) -> float:
+        return float(o.expected_cost if objective == "expected_cost" else o.cost_per_success)
+
+    def meets(o: Outcome) -> bool:
+        return _reaches(_outcome_success(o), goal)
+
+    def bound(low: Outcome, high: Outcome) -> float:
+        """The objective of any allocation between ``low`` and ``high`` is at least this."""
+        if objective == "expected_cost":
+            return float(low.expected_cost)
+        return float(low.expected_cost) / float(high.success) if high.success > 0 else math.inf
+
+    best = [value(outcome(incumbent)), incumbent.copy()]
+
     def search(prefix: list[int]) -> None:
         i = len(prefix)
         rest_high = [int(b) for b in box[i + 1 :]]
         rest_zero = [0] * (n - i - 1)
-        if i == n - 1:  # the least budget that reaches the target is the cheapest
-            if look(prefix + [int(box[i])]).success < reached:
+        if i == n - 1:
+            if not meets(look(prefix + [int(box[i])])):
                 return
-            low, high = -1, int(box[i])
+            low, high = -1, int(box[i])  # the least budget that reaches the target
             while high - low > 1:
                 middle = (low + high) // 2
-                if look(prefix + [middle]).success >= reached:
+                if meets(look(prefix + [middle])):
                     high = middle
                 else:
                     low = middle
-            cost = float(look(prefix + [high]).expected_cost)
-            if cost < best[0]:
-                best[0], best[1] = cost, np.array(prefix + [high], dtype=np.int64)
+            # expected cost: the least is the cheapest; cost per success: scan upwards while
+            # the bound says a larger budget could still be better
+            last = [high] if objective == "expected_cost" else range(high, int(box[i]) + 1)
+            top = look(prefix + [int(box[i])])
+            for budget in last:
+                o = look(prefix + [budget])
+                if bound(o, top) >= best[0]:
+                    break
+                if value(o) < best[0]:
+                    best[0], best[1] = value(o), np.array(prefix + [budget], dtype=np.int64)
             return
         for budget in range(int(box[i]) + 1):
-            if look(prefix + [budget] + rest_zero).expected_cost >= best[0]:
-                return  # cost only grows with the budget
-            if look(prefix + [budget] + rest_high).success < reached:
+            low_outcome = look(prefix + [budget] + rest_zero)
+            high_outcome = look(prefix + [budget] + rest_high)
+            if bound(low_outcome, high_outcome) >= best[0]:
+                if objective == "expected_cost":
+                    return  # cost only grows with the budget
+                continue
+            if not meets(high_outcome):
                 continue  # success only grows with the budget
             search(prefix + [budget])
 

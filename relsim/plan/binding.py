@@ -12,11 +12,11 @@ import numpy as np
 
 from relsim.plan import diagnosis
 from relsim.plan._common import (
-    TOLERANCE,
     Plan,
     _budget_floor,
     _is_chain,
     _plan,
+    _reaches,
     _success,
     _with_perfect_verifier,
     _with_per_step,
@@ -69,7 +69,6 @@ def _diagnose(
     Each constraint is lifted on its own (``_relaxations``) and the planned quantity's
     ceiling recomputed: the first whose lifting reaches the target binds; when none does
     alone, the one that lifts the ceiling most."""
-    reached = goal - TOLERANCE
     reasons = diagnosis.REASONS
     head = diagnosis.head(goal, ceiling)
     never = diagnosis.never_succeeds(scenario, goal, ceiling)
@@ -87,7 +86,7 @@ def _diagnose(
     def why(key: str, value: float) -> str:
         return diagnosis.why(scenario, key, value, goal, for_, chain=chain)
 
-    alone = [(key, value) for key, value in lifted if value >= reached]
+    alone = [(key, value) for key, value in lifted if _reaches(value, goal)]
     if alone:
         key, value = alone[0]
         return key, reasons["alone"].format(head=head, why=why(key, value))
@@ -111,7 +110,7 @@ def _no_verifier_plan(for_: str, scenario: Scenario, goal: float, value: Any) ->
 
     A step that never succeeds (``p = 0``) is blamed first: no verifier can help it."""
     success = _success(scenario)
-    if success >= goal - TOLERANCE:
+    if _reaches(success, goal):
         return _plan(for_, value, scenario, goal, feasible=True)
     never = diagnosis.never_succeeds(scenario, goal, success)
     if never is not None:

@@ -59,7 +59,7 @@ def retries(scenario: Scenario, target: float | None = None) -> Plan:
     >>> plan.feasible, round(plan.ceiling, 6), plan.binding
     (False, 0.758626, 'verifier.miss')
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "retries")
     return _budget_plan("retries", scenario, goal, _with_per_step)
 
 
@@ -82,7 +82,7 @@ def total(scenario: Scenario, target: float | None = None) -> Plan:
     >>> plan.value, round(plan.success, 6)
     (6, 0.969437)
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "total")
     return _budget_plan("total", scenario, goal, _with_total)
 
 

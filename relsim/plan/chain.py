@@ -32,6 +32,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ChainPlan", "plan_chain"]
 
+#: The largest per-step budget a chain plan reports as feasible (2**62, the closed forms'
+#: integer range): a larger one exists mathematically but is infeasible in practice.
+MAX_RETRIES = 2**62
+
 
 @dataclass(frozen=True)
 class ChainPlan:
@@ -44,7 +48,9 @@ class ChainPlan:
     required_step_success : float
         ``target ** (1/steps)``: the per-step success the target needs.
     retries : int or None
-        The least per-step retry budget reaching the target; None when none does.
+        The least per-step retry budget reaching the target; None when none does, and also
+        when the least one exceeds :data:`MAX_RETRIES` (``p = 1e-300`` needs about 1e303
+        retries: the ``reason`` says so, with the number).
     success : float or None
         The end-to-end success with ``retries`` retries; None when infeasible.
     step_ceiling, ceiling : float
@@ -141,22 +147,33 @@ def plan_chain(
     """
     retries = formulas.min_retries(p, steps, target, miss, false_reject)
     step_ceiling = float(formulas.verified_ceiling(p, miss, false_reject))
-    ceiling = float(formulas.compound(step_ceiling, steps))
+    first = formulas.verified_step(p, 0, miss, false_reject)
+    accepted = first.success + first.silent_failure
+    wrong_share = first.silent_failure / accepted if accepted > 0 else 1.0
+    ceiling = _power(step_ceiling, wrong_share, steps)
+    needed = None
+    if retries is not None and retries > MAX_RETRIES:  # exists, but no agent can run it
+        needed, retries = retries, None
     feasible = retries is not None
     success = None
     if feasible:
         step = formulas.verified_step(p, retries, miss, false_reject)
-        success = float(formulas.compound(step.success, steps))
+        success = _power(step.success, step.silent_failure + step.exhausted, steps)
     reason = None
     if not feasible:
-        cause = diagnosis.chain_cause(p, false_reject, ceiling, target)
+        cause = "astronomical" if needed is not None else diagnosis.chain_cause(
+            p, false_reject, ceiling, target
+        )
         reason = diagnosis.CHAIN_REASONS[cause].format(
             step_ceiling=step_ceiling,
             ceiling=ceiling,
             steps=steps,
             target=target,
+            p=p,
             miss=miss,
             false_reject=false_reject,
+            needed=_scientific(needed) if needed is not None else None,
+            limit=MAX_RETRIES,
         )
     return ChainPlan(
         steps=steps,
@@ -174,3 +191,21 @@ def plan_chain(
         min_p=formulas.min_p(steps, target, miss, false_reject),
         reason=reason,
     )
+
+
+def _scientific(number: int) -> str:
+    """``number`` as ``1.38e+301``, also beyond the float range (a Python int)."""
+    digits = str(number)
+    return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
+
+
+def _power(success: float, failure: float, steps: int) -> float:
+    """``success ** steps`` from the step's failure where it is small, so that a step success
+    that rounds to 1 (failure 1e-20) still gives 2**62 steps their true ``exp(-steps *
+    failure)``."""
+    import math
+
+    if success == 0.0:
+        return 0.0
+    log_success = math.log1p(-failure) if failure < 0.5 else math.log(success)
+    return math.exp(steps * log_success)

@@ -43,6 +43,11 @@ CHAIN_REASONS = {
         "{steps} steps reach at most {ceiling:.6f} = the target {target:g} only in the limit "
         "of unlimited retries; no finite budget reaches it"
     ),
+    "astronomical": (
+        "the budget needed is astronomically large: about {needed} retries per step "
+        "(p = {p:g} makes almost every attempt fail), beyond {limit:.3g}, so infeasible in "
+        "practice"
+    ),
 }
 
 #: What would make a chain's target reachable, by remedy (every one that applies).
@@ -51,6 +56,7 @@ CHAIN_REMEDIES = {
         "certainty: every attempt correct and accepted (p = 1, false_reject = 0); "
         "or a target below 1"
     ),
+    "better_agent": "an agent that succeeds far more often per attempt (a larger p)",
     "at_the_ceiling": "a verifier that misses less, a better agent, or a slightly lower target",
     "max_miss": (
         "a verifier that misses under {max_miss_percent:.3g}% of wrong attempts "
@@ -84,6 +90,8 @@ def chain_remedies(fields: dict[str, Any]) -> list[str]:
 
     ``fields`` holds the chain plan's numbers: ``p``, ``miss``, ``false_reject``, ``target``,
     ``ceiling``, ``max_miss`` and ``min_p`` (the last two may be None)."""
+    if fields["reason"] is not None and fields["reason"].startswith("the budget needed"):
+        return [CHAIN_REMEDIES["better_agent"]]
     if fields["target"] == 1.0:
         return [CHAIN_REMEDIES["certainty"]]
     if fields["ceiling"] >= fields["target"]:  # exactly at the ceiling: only the limit

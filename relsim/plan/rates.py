@@ -8,10 +8,10 @@ from typing import Callable
 
 from relsim.plan._common import (
     SCAN_INTERVALS,
-    TOLERANCE,
     Plan,
     _goal,
     _plan,
+    _reaches,
     _success,
     _with_rate,
 )
@@ -48,7 +48,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(plan.value, 6), plan.feasible  # solves (0.9 S_3)**25 = 0.95, q = 0.1 (1-m)
     (0.017645, True)
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "verifier")
     miss_plan = _rate_plan(scenario, goal, "miss")
     reject_plan = _rate_plan(scenario, goal, "false_reject")
     extra = {
@@ -81,7 +81,7 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(p(s, 0.9).value, 6)  # 0.9 ** (1/20): no verifier, success is p ** steps
     0.994746
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "p")
     return _probability_search(
         "p",
         scenario,
@@ -107,7 +107,6 @@ def _probability_search(
     Success is monotone in the value, so the endpoints bracket the answer and
     :func:`_boundary` closes in; with ``scan``, a grid of ``SCAN_INTERVALS`` intervals comes
     first and the last (first) feasible interval is the bracket."""
-    reached = goal - TOLERANCE
     values: dict[float, float] = {}
 
     def at(value: float) -> float:
@@ -117,7 +116,7 @@ def _probability_search(
 
     intervals = SCAN_INTERVALS if scan else 1
     grid = [i / intervals for i in range(intervals + 1)]
-    feasible = [x for x in grid if at(x) >= reached]
+    feasible = [x for x in grid if _reaches(at(x), goal)]
     if feasible:
         if increasing:
             good = min(feasible)
@@ -126,11 +125,11 @@ def _probability_search(
             good = max(feasible)
             bad = good + 1.0 / intervals
         if 0.0 <= bad <= 1.0:
-            good = _boundary(at, reached, good, bad)
+            good = _boundary(at, goal, good, bad)
         return _plan(for_, good, apply(good), goal, feasible=True)
     ceiling = max(at(x) for x in grid)
     # the nearest design: the cheapest value (least p, largest rate) at the ceiling
-    near = [x for x in grid if at(x) >= ceiling - TOLERANCE]
+    near = [x for x in grid if at(x) >= ceiling]
     best = min(near) if increasing else max(near)
     perfect = 1.0 if increasing else 0.0  # where success is largest when monotone
 

@@ -30,7 +30,9 @@ class Plan:
     success, expected_cost : float
         The exact outcome of :attr:`scenario`.
     feasible : bool
-        Whether ``success >= target`` (to ``relsim.plan._common.TOLERANCE``, 1e-12).
+        Whether the design meets the target by the one rule of every planner
+        (:func:`relsim.formulas.meets_target`: log success from the failure probability
+        against log target, no tolerance; target 1 only for a design that cannot fail).
     target : float
         The target planned for.
     scenario : Scenario

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from relsim.plan._common import BISECTION_WIDTH, CONVERGED, TOLERANCE
+from relsim.plan._common import BISECTION_WIDTH, CONVERGED, _reaches
 
 def _least_budget(
     success_at: Callable[[int], float], goal: float, floor: int, limit: int
@@ -26,18 +26,17 @@ def _least_budget(
             values[budget] = success_at(budget)
         return values[budget]
 
-    reached = goal - TOLERANCE
-    if at(0) >= reached:
+    if _reaches(at(0), goal):
         return 0, 0, at
     low, high = 0, 1
     floor = min(floor, limit)
-    while at(high) < reached:
+    while not _reaches(at(high), goal):
         if high >= limit or (high >= floor and at(high) - at(low) <= CONVERGED):
             return None, high, at
         low, high = high, min(2 * high, limit)
     while high - low > 1:
         middle = (low + high) // 2
-        if at(middle) >= reached:
+        if _reaches(at(middle), goal):
             high = middle
         else:
             low = middle
@@ -56,28 +55,34 @@ def _least_reaching(at: Callable[[int], float], level: float, high: int) -> int:
     return high
 
 
-def _boundary(at: Callable[[float], float], reached: float, good: float, bad: float) -> float:
-    """Close a bracket ``at(good) >= reached > at(bad)`` of a monotone function to
-    ``BISECTION_WIDTH`` by regula falsi with the Illinois modification (superlinear, a
-    handful of evaluations), falling back to bisection; returns the feasible end."""
+def _boundary(at: Callable[[float], float], goal: float, good: float, bad: float) -> float:
+    """Close a bracket (``at(good)`` reaches ``goal``, ``at(bad)`` does not, by
+    :func:`_reaches`) of a monotone function to ``BISECTION_WIDTH`` by regula falsi with the
+    Illinois modification (superlinear, a handful of evaluations), falling back to
+    bisection; returns the feasible end."""
+    reached = goal
     f_good, f_bad = at(good) - reached, at(bad) - reached
     w_good, w_bad = f_good, f_bad  # the weights, halved when one end sticks
     last = 0
     for _ in range(200):
         if abs(good - bad) <= BISECTION_WIDTH or f_good <= 1e-15:
             break
-        x = good - w_good * (bad - good) / (w_bad - w_good)
+        slope = w_bad - w_good
+        x = good - w_good * (bad - good) / slope if slope != 0 else 0.5 * (good + bad)
         low, high = min(good, bad), max(good, bad)
         margin = 0.01 * (high - low)
         if not low + margin < x < high - margin:
             x = 0.5 * (good + bad)
-        fx = at(x) - reached
-        if fx >= 0:
+        value = at(x)
+        fx = value - reached
+        if _reaches(value, goal):
+            fx = max(fx, 0.0)  # feasible by the rule though it may round below the goal
             good, f_good, w_good = x, fx, fx
             if last == 1:
                 w_bad *= 0.5
             last = 1
         else:
+            fx = min(fx, -1e-300)  # infeasible by the rule though it may round to the goal
             bad, f_bad, w_bad = x, fx, fx
             if last == -1:
                 w_good *= 0.5

@@ -8,11 +8,12 @@ import numpy as np
 from relsim.errors import RelsimError
 from relsim.plan._common import (
     EXHAUSTIVE_CHECKPOINTS,
-    TOLERANCE,
     Plan,
     _evaluate,
     _goal,
+    _outcome_success,
     _plan,
+    _reaches,
     _with_every,
 )
 from relsim.plan.binding import _diagnose
@@ -48,7 +49,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
     >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
     10
     """
-    goal = _goal(scenario, target)
+    goal = _goal(scenario, target, "checkpoints")
     if scenario.checkpoints is None:
         raise RelsimError(
             "checkpoints: must be a [checkpoints] table in the scenario (with detect, "
@@ -71,7 +72,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
         outcome(k)
 
     def best_of() -> int | None:
-        feasible_ks = [k for k, o in results.items() if o.success >= goal - TOLERANCE]
+        feasible_ks = [k for k, o in results.items() if _reaches(_outcome_success(o), goal)]
         if not feasible_ks:
             return None
         return min(feasible_ks, key=lambda k: (results[k].expected_cost, -k))
