@@ -159,8 +159,8 @@ for label, o in [("no gate", ungated), ("gate, no redo", gated), ("gate, one red
 # %%
 # A queue near saturation relaxes slowly: the 2-reviewer run (85% busy) gets a longer run
 # for the same precision.
-SLA_S, TICKETS, QUEUE_SEED = 900, 6000, 1
-RUN_LENGTH = {2: 2 * TICKETS, 3: TICKETS, 4: TICKETS}
+SLA_S, TICKETS, QUEUE_SEED = 900, 4000, 1
+RUN_LENGTH = {2: 2 * TICKETS, 3: TICKETS, 4: TICKETS // 2}
 
 def with_reviewers(design: relsim.Scenario, reviewers: int, **resources) -> relsim.Scenario:
     """The design with `reviewers` reviewers (and other [resources] keys changed)."""
@@ -215,7 +215,7 @@ for reviewers, axis in ((2, two_ax), (3, three_ax)):
     axis.legend(loc="lower right", fontsize=8)
 plt.show()
 busy_events = pools[2]["run"].events
-ax = relsim.plot.timeline(busy_events[busy_events["trial"].between(3000, 3019)])
+ax = relsim.plot.timeline(busy_events[busy_events["trial"].between(2000, 2019)])
 ax.figure.set_size_inches(9, 4.5)
 plt.show()
 
