@@ -380,3 +380,145 @@ def test_durations_distribution_quantiles_and_deadline(ax):
         plot.durations({"success": 1.0}, ax=Figure().add_subplot())
     with pytest.raises(RelsimError, match="^deadline: must be a number of seconds > 0"):
         plot.durations({"duration": summary}, deadline=0, ax=Figure().add_subplot())
+
+
+# ------------------------------------------------------- time figures from a real timeline run
+# The figures above were checked on a hand-written log; these draw what the timeline engine
+# really records (simulate_timeline(..., record=K)) and compare the picture with the event log
+# read here by plain pandas and with the engine's own summary (its tally of durations and
+# waits, which does not go through the event log).
+
+#: Every kind of wait and event at once: Poisson arrivals into 3 agent slots, 2 LLM slots, an
+#: rpm limit that binds, jittered backoff, one reviewer for a final human gate with a rollback,
+#: a deadline and a crash clock.
+BUSY = {
+    "name": "busy fleet",
+    "steps": 4,
+    "p": 0.8,
+    "verifier": {"miss": 0.2},
+    "retries": {"per_step": 2},
+    "checkpoints": {"final": True, "human": True, "detect": 0.9, "rollbacks": 1},
+    "timing": {"attempt": {"median": 6, "p95": 20}, "verify": 1,
+               "backoff": {"base": 1, "factor": 2, "jitter": True}, "deadline": 400},
+    "fleet": {"arrivals": "poisson", "rate_per_hour": 80, "agents": 3},
+    "resources": {"llm_concurrency": 2, "rpm": 5, "reviewers": 1, "review": {"mean": 40}},
+    "infra": {"crash_per_hour": 3},
+}
+BUSY_TRIALS = 120
+
+
+@pytest.fixture(scope="module")
+def busy_run():
+    return relsim.simulate_timeline(BUSY, BUSY_TRIALS, seed=3, record=BUSY_TRIALS)
+
+
+def _spans_by_hand(events):
+    """Per trial: (arrive time, end time, outcome), read straight off the log."""
+    arrive = events[events["kind"] == "arrive"].set_index("trial")["time"]
+    end = events[events["kind"] == "end"].set_index("trial")
+    return pd.DataFrame({"arrive": arrive, "end": end["time"], "outcome": end["outcome"]})
+
+
+def _bars_by_row(ax):
+    """{row: sorted [(start, width, colour hex)]} of every broken_barh drawn."""
+    rows = {}
+    for collection in ax.collections:
+        color = matplotlib.colors.to_hex(collection.get_facecolor()[0])
+        for path in collection.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            row = round(float(ys.min() + 0.4))
+            rows.setdefault(row, []).append((float(xs.min()), float(xs.max() - xs.min()), color))
+    return {row: sorted(spans) for row, spans in rows.items()}
+
+
+@pytest.mark.slow
+def test_timeline_gantt_of_a_real_run_tiles_each_trial(busy_run, ax):
+    events = busy_run.events
+    # The run has what the chart must classify: every wait, backoff, a rollback, timeouts
+    # and crashes (otherwise this test would not test them).
+    waits = set(events.loc[events["kind"] == "request", "resource"])
+    assert waits == {"agents", "rate_limit", "llm", "reviewers"}
+    assert {"backoff", "rollback", "checkpoint"} <= set(events["kind"])
+    assert busy_run.timeout > 0 and busy_run.infra_failure > 0
+    plot.timeline(events, trials=BUSY_TRIALS, ax=ax)
+    spans = _spans_by_hand(events)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(k) for k in range(BUSY_TRIALS)]
+    rows = _bars_by_row(ax)
+    for k in range(BUSY_TRIALS):
+        arrive, end = spans.loc[k, "arrive"], spans.loc[k, "end"]
+        bars = rows[k]
+        # The bars of a trial cover exactly its arrival-to-end span, without gap or overlap.
+        assert bars[0][0] == pytest.approx(arrive, abs=1e-9)
+        for (start, width, _), (following, _, _) in zip(bars, bars[1:]):
+            assert start + width == pytest.approx(following, abs=1e-9)
+        assert bars[-1][0] + bars[-1][1] == pytest.approx(end, abs=1e-9)
+    # Its end marker: at the end time, in the outcome's colour.
+    markers = {round(float(line.get_ydata()[0])): line for line in ax.lines}
+    assert sorted(markers) == list(range(BUSY_TRIALS))
+    for k, line in markers.items():
+        assert line.get_xdata()[0] == spans.loc[k, "end"]
+        assert line.get_color() == plot.OUTCOME_COLORS[spans.loc[k, "outcome"]]
+    # Every trial is drawn, so the markers' colours count the run's outcome shares.
+    for outcome, color in plot.OUTCOME_COLORS.items():
+        drawn = sum(line.get_color() == color for line in ax.lines)
+        assert drawn == round(getattr(busy_run, outcome) * BUSY_TRIALS), outcome
+
+
+@pytest.mark.slow
+def test_timeline_gantt_waits_add_up_to_the_engines_waits(busy_run, ax):
+    plot.timeline(busy_run.events, trials=BUSY_TRIALS, ax=ax)
+    seconds = {name: 0.0 for name in plot.WAIT_COLORS}
+    colour_of = {matplotlib.colors.to_hex(c): name for name, c in plot.WAIT_COLORS.items()}
+    for bars in _bars_by_row(ax).values():
+        for _, width, color in bars:
+            if color in colour_of:
+                seconds[colour_of[color]] += width
+    # The engine tallies each trial's waits as it runs, not from the log.
+    for resource in ("agents", "rate_limit", "llm", "reviewers"):
+        assert seconds[resource] / BUSY_TRIALS == pytest.approx(busy_run.wait[resource], rel=1e-9)
+        assert seconds[resource] > 0
+    assert seconds["backoff"] > 0
+
+
+@pytest.mark.slow
+def test_durations_of_a_real_run_against_its_summary_and_deadline(ax):
+    harness = relsim.Scenario.from_toml(str(SCENARIO_DIR / "flaky_eval_harness.toml"))
+    trials = 400
+    run = relsim.simulate_timeline(harness, trials, seed=5, record=trials)
+    deadline = harness.timing.deadline
+    plot.durations(run, deadline=deadline, ax=ax)
+    ecdf, points, mean, deadline_line = ax.lines
+    spans = _spans_by_hand(run.events)
+    seconds = np.sort((spans["end"] - spans["arrive"]).to_numpy())
+    np.testing.assert_array_equal(ecdf.get_xdata(), seconds)
+    np.testing.assert_allclose(ecdf.get_ydata(), np.arange(1, trials + 1) / trials)
+    assert ecdf.get_label() == f"all {trials} trials"
+    # The quantile points are the result's p50 / p90 / p99, and each sits on the drawn
+    # distribution as its quantile: the smallest duration with F(t) >= q.
+    summary = run.duration
+    np.testing.assert_array_equal(points.get_xdata(), [summary["p50"], summary["p90"], summary["p99"]])
+    np.testing.assert_array_equal(points.get_ydata(), [0.5, 0.9, 0.99])
+    for q, key in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
+        assert seconds[math.ceil(q * trials) - 1] == summary[key]
+    assert mean.get_xdata()[0] == summary["mean"]
+    assert seconds.mean() == pytest.approx(summary["mean"], rel=1e-12)
+    # The deadline line is the scenario's deadline, and the trials at it are the timeouts
+    # (batch arrivals at 0: a timeout ends exactly at the deadline).
+    assert deadline == 1200 and deadline_line.get_xdata()[0] == deadline
+    assert np.mean(np.isclose(seconds, deadline)) == run.timeout > 0
+    assert seconds.max() == pytest.approx(deadline)
+
+
+@pytest.mark.slow
+def test_durations_of_the_first_recorded_trials_of_a_fleet(ax):
+    support = relsim.Scenario.from_toml(str(SCENARIO_DIR / "support_reviewers.toml"))
+    run = relsim.simulate_timeline(support, 300, seed=2, record=50)
+    plot.durations(run, ax=ax)
+    ecdf, points, mean = ax.lines  # no deadline in this scenario: no deadline line
+    spans = _spans_by_hand(run.events)
+    assert len(spans) == 50
+    np.testing.assert_array_equal(ecdf.get_xdata(), np.sort((spans["end"] - spans["arrive"]).to_numpy()))
+    assert ecdf.get_label() == "the first 50 of 300 trials (recorded)"
+    # The summary is the whole run's, not the recorded trials'.
+    np.testing.assert_array_equal(points.get_xdata(), [run.duration[k] for k in ("p50", "p90", "p99")])
+    assert mean.get_xdata()[0] == run.duration["mean"]

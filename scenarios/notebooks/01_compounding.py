@@ -31,6 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import relsim
+import relsim.plot
 from relsim import formulas
 
 # The scenario files live in scenarios/ at the repository root; find it from wherever the
@@ -57,15 +58,8 @@ for rate, row in zip(step_rates, table):
     print(f"p = {rate:<5}", "  ".join(cells))
 
 # %%
-# Figure: end-to-end success against the number of steps (one small cell, so it can switch
-# to relsim.plot.compounding later).
-fig, ax = plt.subplots(figsize=(6, 3.5))
-n = np.arange(1, 51)
-for rate in step_rates:
-    ax.plot(n, formulas.compound(rate, n), label=f"p = {rate}")
-ax.axhline(lesson.target, color="grey", linestyle="--", label=f"target {lesson.target}")
-ax.set(xlabel="steps", ylabel="end-to-end success", title="Errors compound", ylim=(0, 1))
-ax.legend()
+# Figure: end-to-end success against the number of steps, p ** n for each p.
+ax = relsim.plot.compounding(p=step_rates, steps=range(1, 51), target=lesson.target)
 plt.show()
 
 # %% [markdown]
@@ -85,6 +79,13 @@ print(f"no verifier: 0.9 ** 25 =  {formulas.compound(lesson.p, lesson.steps):.6f
 print(f"least retries per step    {retries_needed}")
 print(f"step with those retries   {step_with_retries:.6f}")
 print(f"end to end                {formulas.compound(step_with_retries, lesson.steps):.6f}")
+
+# %%
+# Figure: the per-step success a 95% target needs, target ** (1/n); the agent's p far below.
+ax = relsim.plot.required_accuracy(lesson.target, steps=range(1, 51))
+ax.axhline(lesson.p, color="grey", linestyle=":", label=f"the agent, p = {lesson.p}")
+ax.legend()
+plt.show()
 
 # %% [markdown]
 # The scenario file encodes exactly this plan (`per_step = 2`); the exact engine agrees with
@@ -117,19 +118,15 @@ with_ten_retries = relsim.evaluate(ceiling_design)
 with_ten_retries.to_frame()[["success", "silent_failure", "detected_failure", "expected_attempts"]]
 
 # %%
-# Figure: end-to-end success against the per-step retry budget, perfect vs 10%-miss verifier
-# (one cell, for relsim.plot.retries later).
-fig, ax = plt.subplots(figsize=(6, 3.5))
-budgets = np.arange(0, 9)
-for verifier_miss, style in [(0.0, "o-"), (miss, "s-")]:
-    step = formulas.verified_step(lesson.p, budgets, verifier_miss)
-    success = formulas.compound(step.success, lesson.steps)
-    ax.plot(budgets, success, style, label=f"miss = {verifier_miss}")
-ax.axhline(lesson.target, color="grey", linestyle="--", label=f"target {lesson.target}")
-ax.axhline(task_ceiling, color="tab:orange", linestyle=":", label=f"ceiling {task_ceiling:.3f}")
-ax.set(xlabel="retries per step", ylabel="end-to-end success (25 steps)", ylim=(0, 1),
-       title="Retries fix compounding only with a good verifier")
-ax.legend()
+# Figure: end-to-end success against the per-step retry budget, with a perfect verifier
+# (left) and the 10%-miss one (right); the dashed line is each verifier's ceiling.
+fig, (perfect_ax, missing_ax) = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True,
+                                             layout="constrained")
+relsim.plot.retries(lesson.p, lesson.steps, max_retries=8, target=lesson.target, ax=perfect_ax)
+relsim.plot.retries(ceiling_design.p, ceiling_design.steps, miss=miss, max_retries=8,
+                    target=ceiling_design.target, ax=missing_ax)
+perfect_ax.set_title("perfect verifier: retries reach the target")
+missing_ax.set_title(f"miss = {miss}: a ceiling no budget lifts")
 plt.show()
 
 # %% [markdown]

@@ -33,6 +33,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import relsim
+import relsim.plot
 from relsim import formulas
 
 HERE = Path.cwd()
@@ -56,8 +57,14 @@ print(f"step ceiling {step_ceiling:.6f}, task ceiling {task_ceiling:.6f}, "
       f"design reaches {exact.success:.6f}")
 
 # %%
-# Figure: task ceiling against the verifier's miss rate, for 10, 25 and 50 steps.
-fig, ax = plt.subplots(figsize=(6, 3.5))
+# Figure: this design's success against its retry budget: flat at the ceiling after 3.
+ax = relsim.plot.retries(p, steps, miss=miss, max_retries=10, target=target)
+plt.show()
+
+# %%
+# Figure: task ceiling against the verifier's miss rate, for 10, 25 and 50 steps
+# (relsim.plot has no figure for this one: matplotlib directly).
+fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
 misses = np.linspace(0, 0.3, 121)
 for n in (10, 25, 50):
     ax.plot(misses, formulas.verified_ceiling(p, misses) ** n, label=f"{n} steps")
@@ -79,22 +86,21 @@ plt.show()
 
 # %%
 budgets = np.arange(0, 11)
-split = {"success": [], "silent_failure": [], "detected_failure": []}
-for r in budgets:
-    budget = relsim.Scenario.from_dict({**design.to_dict(), "retries": {"per_step": int(r)}})
-    outcome = relsim.evaluate(budget)
-    for key in split:
-        split[key].append(getattr(outcome, key))
-split = {key: np.array(values) for key, values in split.items()}
+by_budget = {
+    int(r): relsim.evaluate(
+        relsim.Scenario.from_dict({**design.to_dict(), "retries": {"per_step": int(r)}}))
+    for r in budgets
+}
+split = {key: np.array([getattr(o, key) for o in by_budget.values()])
+         for key in ("success", "silent_failure", "detected_failure")}
 
 # %%
-# Figure: the outcome split against the retry budget (one cell, for relsim.plot.outcome_split).
-fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.stackplot(budgets, split["success"], split["silent_failure"], split["detected_failure"],
-             labels=["success", "silent failure", "detected failure"],
-             colors=["tab:green", "tab:red", "tab:gray"])
-ax.axhline(task_ceiling, color="black", linestyle=":", label="ceiling")
-ax.set(xlabel="retries per step", ylabel="share of trials", ylim=(0, 1),
+# Figure: the outcome split for each retry budget, with the task ceiling the success
+# approaches and 1 - ceiling the silent share approaches.
+fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+relsim.plot.outcome_split({str(r): o for r, o in by_budget.items()}, ax=ax)
+ax.axhline(task_ceiling, color="black", linestyle=":", label=f"ceiling {task_ceiling:.3f}")
+ax.set(xlabel="retries per step (count)",
        title="More retries: fewer detected, more silent failures")
 ax.legend(loc="lower right")
 plt.show()

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import integrate, special, stats
 
 import relsim
+import relsim.plot
 from relsim import formulas
 
 HERE = Path.cwd()
@@ -96,8 +97,9 @@ for step_sd in (0.0, 0.5, 1.0, 1.5):
     ]
 
 # %%
-# Figure: success against the retry budget for growing step effects.
-fig, ax = plt.subplots(figsize=(6, 3.5))
+# Figure: success against the retry budget for growing step effects (relsim.plot.retries
+# draws independent retries only, so matplotlib directly).
+fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
 for step_sd, values in curves.items():
     ax.plot(budgets, values, "o-", label=f"step_sd = {step_sd}")
 ax.axhline(correlated.target, color="grey", linestyle="--", label=f"target {correlated.target}")
@@ -143,6 +145,14 @@ independent_confused = formulas.verified_step(confused.p, confused.retries.per_s
                                               confused.verifier.miss).success ** confused.steps
 print(f"independent errors   {independent_confused:.4f}")
 print(f"confusion, exact     {exact_confused.success:.6f}  (matrix chain {chain.success:.6f})")
+
+# %%
+# Figure: where the lost success goes: the same design with independent errors against the
+# confused agent (exact engine both).
+focused = relsim.evaluate(relsim.Scenario.from_dict(
+    {key: value for key, value in confused.to_dict().items() if key != "correlation"}))
+ax = relsim.plot.outcome_split({"independent errors": focused, "confusion": exact_confused})
+plt.show()
 
 # %% [markdown]
 # ## Exact against Monte Carlo
@@ -202,6 +212,10 @@ assert all(curves[a][2] > curves[b][2] for a, b in [(0.0, 0.5), (0.5, 1.0), (1.0
 assert abs(exact_confused.success - chain.success) < 1e-9
 assert abs(exact_confused.silent_failure - chain.silent_failure) < 1e-9
 assert round(independent_confused, 3) == 0.838 and round(exact_confused.success, 3) == 0.565
+assert abs(focused.success - independent_confused) < 1e-9     # exact engine = closed form
+# the success confusion costs goes (almost all) to detected failures
+assert (exact_confused.detected_failure - focused.detected_failure
+        > 0.9 * (focused.success - exact_confused.success))
 for name, (right, control) in checks.items():
     assert all(abs(z) < 5 for z in right.values()), (name, right)          # agrees within 5 SE
     assert max(abs(z) for z in control.values()) > 5, (name, control)     # a wrong model is caught

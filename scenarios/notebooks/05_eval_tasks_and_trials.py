@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import integrate, stats
 
 import relsim
+import relsim.plot
 from relsim import evalstats, formulas
 
 HERE = Path.cwd()
@@ -130,21 +131,15 @@ report = pd.DataFrame(rows).set_index(["metric", "k"])
 report.round(4)
 
 # %%
-# Figure: pass@k and pass^k with their intervals, the truth, and the homogeneous prediction.
-fig, ax = plt.subplots(figsize=(6, 3.5))
-for metric, label, color in [("pass_at_k", "pass@k", "tab:blue"),
-                             ("pass_hat_k", "pass^k", "tab:red")]:
-    rows_k = report.loc[metric]
-    ax.errorbar(rows_k.index, rows_k["estimate"],
-                yerr=[rows_k["estimate"] - rows_k["ci_low"],
-                      rows_k["ci_high"] - rows_k["estimate"]],
-                fmt="o", color=color, capsize=3, label=f"{label}, estimated (95% CI)")
-    ax.plot(rows_k.index, rows_k["truth"], "-", color=color, alpha=0.5, label=f"{label}, true")
-for metric in ("pass_at_k", "pass_hat_k"):
+# Figure: pass@k and pass^k with their intervals (relsim.plot.pass_k), the truth, and what
+# pass@1 predicts if tasks were alike.
+ax = relsim.plot.pass_k(analysis)
+for metric, color in (("pass_at_k", "tab:blue"), ("pass_hat_k", "tab:red")):
+    ax.plot(KS, [truth[metric][k] for k in KS], "-", color=color, alpha=0.4, linewidth=4,
+            label="true" if metric == "pass_at_k" else None)
     ax.plot(KS, [homogeneous_prediction(metric, k) for k in KS], "k--", linewidth=1,
             label="from pass@1, tasks alike" if metric == "pass_at_k" else None)
-ax.set(xlabel="k", ylabel="rate", ylim=(0, 1), xticks=KS,
-       title=f"{TASKS} tasks x {TRIALS_PER_TASK} trials")
+ax.set(xticks=KS, title=f"{TASKS} tasks x {TRIALS_PER_TASK} trials")
 ax.legend(fontsize=8)
 plt.show()
 
@@ -215,8 +210,9 @@ print(f"tasks_needed({D}, {P}) = {needed}: simulated power {power_full:.3f} +/- 
       f"with {needed // 2} tasks {power_half:.3f}")
 
 # %%
-# Figure: tasks needed against the gain to detect, for 1, 3 and 5 trials per task.
-fig, ax = plt.subplots(figsize=(6, 3.5))
+# Figure: tasks needed against the gain to detect, for 1, 3 and 5 trials per task (no
+# relsim.plot function for this one: matplotlib directly).
+fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
 gains = np.linspace(0.02, 0.2, 37)
 for k_trials in (1, 3, 5):
     ax.plot(gains, [evalstats.tasks_needed(g, baseline, trials_per_task=k_trials) for g in gains],
