@@ -81,7 +81,7 @@ def test_python_api_accepts_numbers_for_durations():
         ({**BASE, "timing": {"attempt": -1}},
          "timing.attempt: must be a number of seconds >= 0, {median, p95} or {mean}, got -1"),
         ({**BASE, "timing": {"attempt": [1, 2]}},
-         "timing.attempt: a list must have one value per step (3), got 2"),
+         "timing.attempt: must be one value or a list of one value per step (3), got a list of 2"),
         ({**BASE, "timing": {"verify": 2}}, "timing.verify: times a verification, but there is no [verifier]"),
         ({**BASE, "timing": {"checkpoint": 2}}, "timing.checkpoint: times a check, but there is no [checkpoints]"),
         ({**BASE, "timing": {"backoff": {"base": 1}}}, "timing.backoff: waits before retries, but there is no [retries]"),
