@@ -1,4 +1,4 @@
-"""relsim.sweep: grid files, exact sweeps against evaluate, seeds, resume, bad grids, the CLI.
+"""relsim.sweep (the function) and relsim.sweeps: grid files, exact sweeps against evaluate, seeds, resume, bad grids, the CLI.
 
 The dask paths (LocalCluster, an existing scheduler) are in test_sweep_dask.py; the frontier
 and its figure in test_sweep_frontier.py.
@@ -20,8 +20,8 @@ import relsim
 from relsim.cli import main
 from relsim.errors import RelsimError
 from relsim.scenario import Scenario, ScenarioError
-from relsim.sweep import Grid, point_seed, sweep
-from relsim.sweep.store import journal_path
+from relsim.sweeps import Grid, point_seed, sweep
+from relsim.sweeps.store import journal_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -384,7 +384,7 @@ def test_cli_workers_and_scheduler_are_exclusive(tmp_path, capsys):
 
 
 def test_cli_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("relsim.sweep.execute.CONNECT_TIMEOUT", 1)  # not the default 10 s
+    monkeypatch.setattr("relsim.sweeps.execute.CONNECT_TIMEOUT", 1)  # not the default 10 s
     grid = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
     import socket
 
@@ -417,7 +417,7 @@ def test_table_and_per_step_list_axes_are_json_text_columns(tmp_path):
 
 
 def test_cli_ctrl_c_keeps_the_finished_points_and_the_rerun_resumes(tmp_path, capsys, monkeypatch):
-    import relsim.sweep as package
+    import relsim.sweeps as package
 
     real = package.sweep
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from relsim.cli import main
-from relsim.sweep import sweep
-from relsim.sweep.store import journal_path
+from relsim.sweeps import sweep
+from relsim.sweeps.store import journal_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relsim.errors import RelsimError
-from relsim.sweep import frontier, pareto, sweep
+from relsim.plan import frontier
+from relsim.plot import pareto
+from relsim.sweeps import sweep
 
 
 def brute_force_frontier(costs, values) -> set[int]:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from relsim.errors import RelsimError, invalid
-from relsim.sweep.grid import Grid
-from relsim.sweep.methods import Method, method, run_batch
-from relsim.sweep.store import Journal, check_output, journal_path, write_frame
+from relsim.sweeps.grid import Grid
+from relsim.sweeps.methods import Method, method, run_batch
+from relsim.sweeps.store import Journal, check_output, journal_path, write_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -78,7 +78,7 @@ def sweep(
     pandas.DataFrame
         Columns ``point`` (the index), one per axis (the dotted key; an axis holding a list or
         a table has every value as JSON text), the outcome keys and, for stochastic methods, ``<key>_se`` and the point's
-        ``seed`` (:func:`relsim.sweep.point_seed`). ``frame.attrs["sweep"]`` holds
+        ``seed`` (:func:`relsim.sweeps.point_seed`). ``frame.attrs["sweep"]`` holds
         ``{"points", "computed", "skipped", "out"}``.
 
     Notes
@@ -146,7 +146,7 @@ def _as_grid(grid: Any) -> Grid:
         return Grid.from_toml(grid)
     if isinstance(grid, Mapping):
         return Grid.from_dict(grid)
-    raise invalid("grid", "a relsim.sweep.Grid, a grid file or a mapping", grid)
+    raise invalid("grid", "a relsim.sweeps.Grid, a grid file or a mapping", grid)
 
 
 def _check_count(key: str, value: Any, high: int) -> None:
