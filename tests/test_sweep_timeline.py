@@ -100,7 +100,7 @@ def test_a_point_cut_short_by_ctrl_c_is_not_recorded_and_the_rerun_computes_it(t
         cut.append(outcome.partial)
         return outcome
 
-    grid = {**CONSTANT, "trials": 20_000}  # enough trials that the engine reports progress
+    grid = CONSTANT  # 2000 trials: some 10^5 simpy events, so the engine reports progress
     out = tmp_path / "t.csv"
     monkeypatch.setattr(relsim.timeline, "simulate_timeline", ctrl_c_in_the_second_point)
     with pytest.raises(KeyboardInterrupt):
