@@ -369,7 +369,7 @@ def pareto(
     ax.plot(line[cost].to_numpy(dtype=float), line[value].to_numpy(dtype=float), "o-",
             color="tab:red", markersize=5, linewidth=1.5, gid="frontier",
             label=f"frontier ({len(line)})", zorder=3)
-    for rank, (_, row) in enumerate(line.iterrows()):
+    for rank, (_, row) in enumerate(line.iterrows() if names else ()):
         # the last part of a dotted key is enough to read ("miss 0.02, per_step 3")
         if len(names) == 1:
             text = _label_value(row[names[0]])
