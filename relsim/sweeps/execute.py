@@ -77,7 +77,10 @@ def sweep(
     -------
     pandas.DataFrame
         Columns ``point`` (the index), one per axis (the dotted key; an axis holding a list or
-        a table has every value as JSON text), the outcome keys and, for stochastic methods, ``<key>_se`` and the point's
+        a table has every value as JSON text), the method's outcome columns
+        (``METHODS[method].columns``: for ``timeline`` also ``timeout``, ``infra_failure``
+        and the time figures flattened, ``duration_p90``, ``throughput_per_hour``, ...) and,
+        for the stochastic methods, the standard errors (``<key>_se``) and the point's
         ``seed`` (:func:`relsim.sweeps.point_seed`). ``frame.attrs["sweep"]`` holds
         ``{"points", "computed", "skipped", "out"}``.
 
@@ -85,7 +88,10 @@ def sweep(
     -----
     A point's numbers depend only on its scenario and its seed, never on the workers, the
     batches or the order: point ``i`` of a simulate sweep is
-    ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``.
+    ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``, of a
+    timeline sweep ``simulate_timeline(grid.scenario(i), trials, seed=point_seed(seed, i))``.
+    A point that Ctrl-C cuts short is not recorded: the sweep stops with
+    ``KeyboardInterrupt`` and the journal keeps the points finished before.
 
     Examples
     --------

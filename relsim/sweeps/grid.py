@@ -3,7 +3,7 @@
 A grid is read from TOML (:meth:`Grid.from_toml`) or a mapping (:meth:`Grid.from_dict`)::
 
     base = "production_agent.toml"   # a scenario file, relative to the grid file; or a [base] table
-    method = "exact"                 # exact | simulate | timeline (when that engine is installed)
+    method = "exact"                 # exact | simulate | timeline
     trials = 200000                  # simulate / timeline: trials per point
     seed = 1                         # simulate / timeline: the grid's seed
     mode = "product"                 # product (default): every combination; zip: the axes side by side
