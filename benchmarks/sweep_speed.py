@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from relsim import Scenario, evaluate
-from relsim.sweep import Grid, sweep
+from relsim.sweeps import Grid, sweep
 
 EXACT_GRID = {
     "base": {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 2}},

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-import relsim.sweep
+import relsim
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = ROOT / "scenarios" / "grids" / "production_frontier.toml"
@@ -26,13 +26,13 @@ GRID = ROOT / "scenarios" / "grids" / "production_frontier.toml"
 
 def main(out: str = str(ROOT / "docs" / "frontier.png")) -> None:
     frame = relsim.sweep(GRID)
-    best = relsim.sweep.frontier(frame)
+    best = relsim.plan.frontier(frame)
     keys = ["verifier.miss", "retries.per_step", "checkpoints.every"]
     print(best[["point", *keys, "success", "cost_per_success"]].to_string(index=False))
     figure, (whole, corner) = plt.subplots(1, 2, figsize=(12, 4.8))
-    relsim.sweep.pareto(frame, ax=whole)
+    relsim.plot.pareto(frame, ax=whole)
     whole.set_title("64 designs: verifier x retries per step x checkpoint spacing")
-    relsim.sweep.pareto(frame, ax=corner, annotate="point")
+    relsim.plot.pareto(frame, ax=corner, annotate="point")
     low, high = best["cost_per_success"].min(), best["cost_per_success"].max()
     corner.set_xlim(low - 0.1 * (high - low), high + 0.1 * (high - low))
     bottom = best["success"].min()

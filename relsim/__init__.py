@@ -40,7 +40,8 @@ _EXPORTS = {
     "Infra": "relsim.scenario_time",
     "Duration": "relsim.scenario_time",
     "Backoff": "relsim.scenario_time",
-    "sweep": "relsim.sweep",
+    "sweep": "relsim.sweeps",
+    "sweeps": "relsim.sweeps",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -16,6 +16,8 @@ function                          what it draws
 :func:`outcome_split`             stacked bars of success / silent / detected (/ timeout /
                                   infra) for several results
 :func:`levers`                    a tornado chart of :func:`relsim.plan.levers`'s table
+:func:`pareto`                    every design of a sweep and the cost-reliability frontier
+                                  (:func:`relsim.plan.frontier`) through them
 :func:`convergence`               the running Monte Carlo estimate of success against the
                                   exact value, with a band of 5 standard errors
 :func:`pass_k`                    pass@k and pass^k against k with their intervals
@@ -48,6 +50,7 @@ __all__ = [
     "durations",
     "levers",
     "outcome_split",
+    "pareto",
     "pass_k",
     "required_accuracy",
     "retries",
@@ -293,6 +296,98 @@ def levers(frame: "pd.DataFrame", *, ax: "Axes | None" = None) -> "Axes":
     ax.set_xlabel(f"change in end-to-end success (percentage points){where}")
     ax.set_title("Which single change moves success most")
     return ax
+
+
+#: Axis labels, with units, of the columns a sweep reports (:func:`pareto`).
+_SWEEP_LABELS = {
+    "success": "success (probability per trial)",
+    "silent_failure": "silent failure (probability per trial)",
+    "detected_failure": "detected failure (probability per trial)",
+    "timeout": "timeout (probability per trial)",
+    "infra_failure": "infra failure (probability per trial)",
+    "expected_attempts": "attempts per trial",
+    "expected_cost": "cost per trial (scenario cost units)",
+    "cost_per_success": "cost per success (scenario cost units)",
+    "duration_mean": "mean trial duration (s)",
+    "duration_p50": "median trial duration (s)",
+    "duration_p90": "p90 trial duration (s)",
+    "duration_p99": "p99 trial duration (s)",
+    "makespan": "makespan (s)",
+    "throughput_per_hour": "trials ended per hour",
+    "successes_per_hour": "successes per hour",
+}
+
+
+def pareto(
+    frame: "pd.DataFrame",
+    cost: str = "cost_per_success",
+    value: str = "success",
+    *,
+    ax: "Axes | None" = None,
+    annotate: str | Iterable[str] | None = None,
+) -> "Axes":
+    """Every design of a sweep as a point, and the frontier through them as a line.
+
+    The frontier is :func:`relsim.plan.frontier`'s: the rows that no row beats on both
+    counts (no greater ``cost`` and no less ``value``, one of them strictly).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per design, such as :func:`relsim.sweep` returns.
+    cost, value : str
+        The columns on the x axis (minimised) and the y axis (maximised).
+    ax : matplotlib Axes, optional
+    annotate : str, list of str or None
+        Columns whose values label each frontier point: one column gives its value alone
+        (``annotate="point"`` numbers the points), several give ``key value, ...`` with the
+        last part of each dotted key.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        A scatter of the designs (``gid="designs"``) and the frontier line
+        (``gid="frontier"``) through the frontier's rows by increasing cost. Designs with a
+        non-finite cost or value (the cost per success of a design that never succeeds)
+        cannot be placed and are left out of both.
+    """
+    from relsim.plan.dominance import frontier
+
+    best = frontier(frame, cost=cost, value=value)  # checks the two columns
+    names = [] if annotate is None else [annotate] if isinstance(annotate, str) else list(annotate)
+    for name in names:
+        if name not in frame.columns:
+            raise invalid("annotate", f"columns of the frame ({', '.join(map(str, frame.columns))})", name)
+    ax = _axes(ax)
+    costs = frame[cost].to_numpy(dtype=float)
+    values = frame[value].to_numpy(dtype=float)
+    shown = np.isfinite(costs) & np.isfinite(values)
+    ax.scatter(costs[shown], values[shown], s=18, color="0.6", alpha=0.8, gid="designs",
+               label=f"every design ({int(shown.sum())})", zorder=2)
+    placed = np.isfinite(best[cost].to_numpy(dtype=float)) & np.isfinite(best[value].to_numpy(dtype=float))
+    line = best[placed]
+    ax.plot(line[cost].to_numpy(dtype=float), line[value].to_numpy(dtype=float), "o-",
+            color="tab:red", markersize=5, linewidth=1.5, gid="frontier",
+            label=f"frontier ({len(line)})", zorder=3)
+    for rank, (_, row) in enumerate(line.iterrows() if names else ()):
+        # the last part of a dotted key is enough to read ("miss 0.02, per_step 3")
+        if len(names) == 1:
+            text = _label_value(row[names[0]])
+        else:
+            text = ", ".join(f"{name.rsplit('.', 1)[-1]} {_label_value(row[name])}" for name in names)
+        # labels below-right of their point, staggered so that neighbours do not overlap
+        ax.annotate(text, (row[cost], row[value]), textcoords="offset points",
+                    xytext=(8 + 12 * (rank % 2), -12 - 11 * (rank % 4)), fontsize=7, color="tab:red",
+                    arrowprops={"arrowstyle": "-", "color": "tab:red", "alpha": 0.4, "lw": 0.6})
+    ax.set_xlabel(_SWEEP_LABELS.get(cost, cost))
+    ax.set_ylabel(_SWEEP_LABELS.get(value, value))
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best")
+    return ax
+
+
+def _label_value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def convergence(

@@ -1,4 +1,4 @@
-"""relsim.sweep: grid files, exact sweeps against evaluate, seeds, resume, bad grids, the CLI.
+"""relsim.sweep (the function) and relsim.sweeps: grid files, exact sweeps against evaluate, seeds, resume, bad grids, the CLI.
 
 The dask paths (LocalCluster, an existing scheduler) are in test_sweep_dask.py; the frontier
 and its figure in test_sweep_frontier.py.
@@ -20,8 +20,8 @@ import relsim
 from relsim.cli import main
 from relsim.errors import RelsimError
 from relsim.scenario import Scenario, ScenarioError
-from relsim.sweep import Grid, point_seed, sweep
-from relsim.sweep.store import journal_path
+from relsim.sweeps import Grid, point_seed, sweep
+from relsim.sweeps.store import journal_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -315,13 +315,35 @@ def test_an_invalid_point_is_a_scenario_error():
         Grid.from_dict({"base": BASE, "axes": {"steps": [0]}})
 
 
-def test_timeline_is_not_available_until_its_engine_exists():
+def test_timeline_needs_simpy(monkeypatch):
     grid = {"base": BASE, "method": "timeline", "trials": 10, "seed": 1, "axes": {"p": [0.9]}}
-    if importlib.util.find_spec("relsim.timeline") is None:
-        with pytest.raises(RelsimError, match='method: "timeline" is not available'):
-            Grid.from_dict(grid)
-    else:  # the engine has landed: the method is one entry of the table and just works
-        assert Grid.from_dict(grid).stochastic
+    assert Grid.from_dict(grid).stochastic
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "simpy" else real(name))
+    with pytest.raises(RelsimError, match='method: "timeline" is not available .*needs simpy'):
+        Grid.from_dict(grid)
+
+
+def test_time_tables_are_axes_with_their_file_keys():
+    base = {**BASE, "timing": {"attempt": {"median": 8, "p95": 20}, "deadline": 600}}
+    grid = Grid.from_dict({"base": base, "axes": {"timing.attempt.p95": [20, 40], "fleet.agents": [2],
+                                                  "timing.verify.mean": [3]}})
+    assert grid.scenario(1).timing.attempt.p95 == 40 and grid.scenario(0).fleet.agents == 2
+    assert grid.scenario(0).timing.verify.mean == 3
+    with pytest.raises(RelsimError, match="axes.fleet.agent: unknown scenario key; did you mean 'fleet.agents'"):
+        Grid.from_dict({"base": base, "axes": {"fleet.agent": [2]}})
+    with pytest.raises(RelsimError, match="axes.timing.attempt.kind: unknown scenario key"):
+        Grid.from_dict({"base": base, "axes": {"timing.attempt.kind": ["constant"]}})
+
+
+def test_relsim_sweep_is_the_function_and_relsim_sweeps_the_package():
+    import relsim.sweeps
+
+    assert relsim.sweep is relsim.sweeps.sweep and callable(relsim.sweep)
+    assert relsim.sweeps.Grid is Grid and relsim.sweeps.point_seed is point_seed
+    assert {"sweep", "sweeps"} <= set(relsim.__all__)
+    assert relsim.plan.frontier.__module__ == "relsim.plan.dominance"
+    assert relsim.plot.pareto.__module__ == "relsim.plot"
 
 
 def test_bad_arguments_of_sweep(tmp_path):
@@ -384,7 +406,7 @@ def test_cli_workers_and_scheduler_are_exclusive(tmp_path, capsys):
 
 
 def test_cli_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("relsim.sweep.execute.CONNECT_TIMEOUT", 1)  # not the default 10 s
+    monkeypatch.setattr("relsim.sweeps.execute.CONNECT_TIMEOUT", 1)  # not the default 10 s
     grid = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
     import socket
 
@@ -417,7 +439,7 @@ def test_table_and_per_step_list_axes_are_json_text_columns(tmp_path):
 
 
 def test_cli_ctrl_c_keeps_the_finished_points_and_the_rerun_resumes(tmp_path, capsys, monkeypatch):
-    import relsim.sweep as package
+    import relsim.sweeps as package
 
     real = package.sweep
 

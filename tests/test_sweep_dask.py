@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from relsim.cli import main
-from relsim.sweep import sweep
-from relsim.sweep.store import journal_path
+from relsim.sweeps import sweep
+from relsim.sweeps.store import journal_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +66,17 @@ def test_exact_points_are_batched_and_equal_the_local_sweep(cluster):
         tasks = _tasks_run(client) - before
     pd.testing.assert_frame_equal(frame, sweep(EXACT))
     assert len(frame) == 60 and 2 <= tasks <= 60 // 2  # several points per task
+
+
+def test_timeline_points_on_the_cluster_equal_the_local_sweep(cluster):
+    # time tables travel to the workers in the point's dict and are validated again there
+    grid = {"base": {"steps": 6, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
+                     "timing": {"attempt": {"median": 8, "p95": 20}, "verify": 2, "deadline": 120},
+                     "fleet": {"agents": 3, "arrivals": "poisson", "rate_per_hour": 120}},
+            "method": "timeline", "trials": 200, "seed": 9, "axes": {"fleet.agents": [1, 4]}}
+    frame = sweep(grid, scheduler=cluster.scheduler_address)
+    pd.testing.assert_frame_equal(frame, sweep(grid))
+    assert frame["timeout"].iloc[0] > frame["timeout"].iloc[1]  # one agent: more miss the deadline
 
 
 def test_interrupted_locally_resumed_on_the_cluster(cluster, tmp_path):

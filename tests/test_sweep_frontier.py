@@ -16,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relsim.errors import RelsimError
-from relsim.sweep import frontier, pareto, sweep
+from relsim.plan import frontier
+from relsim.plot import pareto
+from relsim.sweeps import sweep
 
 
 def brute_force_frontier(costs, values) -> set[int]:
@@ -101,6 +103,7 @@ def test_pareto_on_given_axes_and_other_columns():
     figure, ax = plt.subplots()
     try:
         assert pareto(frame, cost="expected_attempts", value="silent_failure", ax=ax) is ax
+        assert len(ax.texts) == 0  # no labels unless asked for
         assert ax.get_xlabel() == "attempts per trial"
         assert ax.get_ylabel() == "silent failure (probability per trial)"
         line = next(ln for ln in ax.lines if ln.get_gid() == "frontier")

@@ -28,7 +28,7 @@ def add_parser(subparsers: Any) -> None:
         help="judge every design of a grid file; the cost-reliability frontier",
         description=(
             "Build every point of a grid file (a base scenario and axes of dotted scenario "
-            "keys), judge each with the grid's method (exact or simulate), write one row per "
+            "keys), judge each with the grid's method (exact, simulate or timeline), write one row per "
             "point to OUT (.parquet or .csv) and print the frontier of cost per success "
             "against success. Interrupted, the same command resumes where it stopped."
         ),
@@ -46,8 +46,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from relsim.sweep import Grid, frontier, sweep
-    from relsim.sweep.store import journal_path
+    from relsim.plan import frontier
+    from relsim.sweeps import Grid, sweep
+    from relsim.sweeps.store import journal_path
 
     grid = Grid.from_toml(args.grid)
     bar = _progress_bar(len(grid))

@@ -50,7 +50,8 @@ shadows a function of this namespace): ``chain`` (the closed-form chain planner)
 (:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
 (:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``search`` (the search methods),
 ``binding`` (which constraint binds), ``sensitivity`` (:func:`levers`, the single changes
-that move success), ``diagnosis`` (the reasons and remedies as message
+that move success), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
+beats on cost and success), ``diagnosis`` (the reasons and remedies as message
 templates keyed by cause), ``result`` (:class:`Plan`) and ``_common`` (tolerances, limits,
 scenario transformations). Submodules load on first use, so ``relsim solve`` in flag form
 imports only the chain planner.
@@ -78,6 +79,7 @@ _EXPORTS = {
     "ChainPlan": "relsim.plan.chain",
     "plan_chain": "relsim.plan.chain",
     "levers": "relsim.plan.sensitivity",
+    "frontier": "relsim.plan.dominance",
 }
 
 __all__ = sorted([*_EXPORTS, "solve"])

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from relsim.errors import RelsimError, invalid
-from relsim.sweep.grid import Grid
-from relsim.sweep.methods import Method, method, run_batch
-from relsim.sweep.store import Journal, check_output, journal_path, write_frame
+from relsim.sweeps.grid import Grid
+from relsim.sweeps.methods import Method, method, run_batch
+from relsim.sweeps.store import Journal, check_output, journal_path, write_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -77,15 +77,21 @@ def sweep(
     -------
     pandas.DataFrame
         Columns ``point`` (the index), one per axis (the dotted key; an axis holding a list or
-        a table has every value as JSON text), the outcome keys and, for stochastic methods, ``<key>_se`` and the point's
-        ``seed`` (:func:`relsim.sweep.point_seed`). ``frame.attrs["sweep"]`` holds
+        a table has every value as JSON text), the method's outcome columns
+        (``METHODS[method].columns``: for ``timeline`` also ``timeout``, ``infra_failure``
+        and the time figures flattened, ``duration_p90``, ``throughput_per_hour``, ...) and,
+        for the stochastic methods, the standard errors (``<key>_se``) and the point's
+        ``seed`` (:func:`relsim.sweeps.point_seed`). ``frame.attrs["sweep"]`` holds
         ``{"points", "computed", "skipped", "out"}``.
 
     Notes
     -----
     A point's numbers depend only on its scenario and its seed, never on the workers, the
     batches or the order: point ``i`` of a simulate sweep is
-    ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``.
+    ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``, of a
+    timeline sweep ``simulate_timeline(grid.scenario(i), trials, seed=point_seed(seed, i))``.
+    A point that Ctrl-C cuts short is not recorded: the sweep stops with
+    ``KeyboardInterrupt`` and the journal keeps the points finished before.
 
     Examples
     --------
@@ -146,7 +152,7 @@ def _as_grid(grid: Any) -> Grid:
         return Grid.from_toml(grid)
     if isinstance(grid, Mapping):
         return Grid.from_dict(grid)
-    raise invalid("grid", "a relsim.sweep.Grid, a grid file or a mapping", grid)
+    raise invalid("grid", "a relsim.sweeps.Grid, a grid file or a mapping", grid)
 
 
 def _check_count(key: str, value: Any, high: int) -> None:

@@ -9,14 +9,16 @@ The runners are module-level functions so that dask ships them to workers by nam
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from relsim.errors import RelsimError, invalid
 from relsim.results import OUTCOME_KEYS
 
-__all__ = ["METHODS", "Method", "method", "run_batch"]
+__all__ = ["METHODS", "TIMELINE_ERRORS", "TIMELINE_KEYS", "Method", "method", "run_batch"]
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,13 @@ class Method:
     run : callable
         ``run(scenario, trials, seed) -> dict``: the point's outcome columns.
     keys : tuple of str
-        The outcome columns, in order (stochastic methods add ``<key>_se`` for each).
+        The outcome columns, in order.
     stochastic : bool
-        Draws trials: needs ``trials`` and ``seed``; rows get ``<key>_se`` and ``seed``.
+        Draws trials: needs ``trials`` and ``seed``; rows get standard errors and ``seed``.
     cheap : bool
         A point takes about a millisecond: batch many per dask task.
+    errors : tuple of str or None
+        The standard-error columns of a stochastic method; None: ``<key>_se`` for every key.
     module : str or None
         A module the method needs; when it is not installed the method is "not available".
     """
@@ -44,6 +48,7 @@ class Method:
     keys: tuple[str, ...]
     stochastic: bool
     cheap: bool
+    errors: tuple[str, ...] | None = None
     module: str | None = None
 
     @property
@@ -51,7 +56,8 @@ class Method:
         """Every column a point's row holds besides ``point`` and the axes."""
         if not self.stochastic:
             return self.keys
-        return (*self.keys, *(f"{key}_se" for key in self.keys), "seed")
+        errors = self.errors if self.errors is not None else tuple(f"{key}_se" for key in self.keys)
+        return (*self.keys, *errors, "seed")
 
 
 def _exact(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
@@ -65,37 +71,75 @@ def _simulate(scenario: Any, trials: int | None, seed: int | None) -> dict[str, 
     from relsim.montecarlo import simulate
 
     # One thread per point: a sweep's parallelism is across points (one per dask worker).
-    outcome = simulate(scenario, trials, seed=seed, threads=1)
+    with _no_partial_warning():
+        outcome = _whole(simulate(scenario, trials, seed=seed, threads=1))
     row = {key: float(getattr(outcome, key)) for key in OUTCOME_KEYS}
     row.update({f"{key}_se": float(outcome.standard_errors[key]) for key in OUTCOME_KEYS})
     return row
 
 
-#: docs/model.md section 7's scalar outputs of the timeline engine.
-TIMELINE_KEYS = (
-    "success",
-    "silent_failure",
-    "detected_failure",
-    "timeout",
-    "infra_failure",
-    "expected_attempts",
-    "expected_cost",
-    "cost_per_success",
-    "makespan",
-    "throughput_per_hour",
-    "successes_per_hour",
+#: The timeline's scalar outputs (docs/model.md section 7), one column each.
+_TIMELINE_SCALARS = (
+    "success", "silent_failure", "detected_failure", "timeout", "infra_failure",
+    "expected_attempts", "expected_cost", "cost_per_success",
 )
+#: Its tables of figures, flattened as ``TimelineOutcome.to_frame`` does: ``duration_p90``.
+_TIMELINE_TABLES = {
+    "duration": ("mean", "p50", "p90", "p99"),
+    "wait": ("agents", "rate_limit", "llm", "reviewers"),
+    "utilisation": ("agents", "llm", "reviewers"),
+}
+_TIMELINE_RATES = ("makespan", "throughput_per_hour", "successes_per_hour")
+#: The timeline's columns, named as in ``TimelineOutcome.to_frame``.
+TIMELINE_KEYS = (
+    *_TIMELINE_SCALARS,
+    *(f"{table}_{name}" for table, names in _TIMELINE_TABLES.items() for name in names),
+    *_TIMELINE_RATES,
+)
+#: Its standard errors: the shares', the means' and cost per success's; ``duration_se`` is
+#: the mean duration's (as ``TimelineOutcome.to_frame`` names it).
+TIMELINE_ERRORS = (*(f"{key}_se" for key in _TIMELINE_SCALARS), "duration_se")
 
 
 def _timeline(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
-    import relsim.timeline as timeline
+    from relsim.timeline import simulate_timeline
 
-    result = timeline.simulate(scenario, trials, seed=seed).to_dict()
-    row = {}
-    for key in TIMELINE_KEYS:
-        row[key] = _number(result.get(key))
-        row[f"{key}_se"] = _number(result.get(f"{key}_se"))
+    with _no_partial_warning():
+        outcome = _whole(simulate_timeline(scenario, trials, seed=seed))
+    # Undefined figures (no throughput when no time passed, the utilisation of an unlimited
+    # resource, the error of cost per success without a success) are NaN in a column; an
+    # infinite cost per success stays infinite, as the exact engine reports it.
+    row = {key: _number(getattr(outcome, key)) for key in _TIMELINE_SCALARS}
+    for table, names in _TIMELINE_TABLES.items():
+        figures = getattr(outcome, table)
+        row.update({f"{table}_{name}": _number(figures.get(name)) for name in names})
+    row.update({key: _number(getattr(outcome, key)) for key in _TIMELINE_RATES})
+    errors = outcome.standard_errors
+    row.update({f"{key}_se": _number(errors.get(key)) for key in _TIMELINE_SCALARS})
+    row["duration_se"] = _number(errors.get("duration"))
     return row
+
+
+@contextlib.contextmanager
+def _no_partial_warning() -> Iterator[None]:
+    """Silence the engines' "interrupted" warning: :func:`_whole` turns it into Ctrl-C."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"(simulation|timeline) interrupted",
+                                category=RuntimeWarning)
+        yield
+
+
+def _whole(outcome: Any) -> Any:
+    """The outcome of every trial asked for; a run Ctrl-C cut short is an interruption.
+
+    The engines answer a first Ctrl-C with the estimate over the trials done
+    (``partial=True``). A sweep must not record such a point as finished (a resumed sweep
+    would keep its numbers), so it stops as at a second Ctrl-C; the journal keeps the points
+    finished before.
+    """
+    if outcome.partial:
+        raise KeyboardInterrupt
+    return outcome
 
 
 def _number(value: Any) -> float:
@@ -105,9 +149,8 @@ def _number(value: Any) -> float:
 METHODS: Mapping[str, Method] = {
     "exact": Method("exact", _exact, OUTCOME_KEYS, stochastic=False, cheap=True),
     "simulate": Method("simulate", _simulate, OUTCOME_KEYS, stochastic=True, cheap=False),
-    "timeline": Method(
-        "timeline", _timeline, TIMELINE_KEYS, stochastic=True, cheap=False, module="relsim.timeline"
-    ),
+    "timeline": Method("timeline", _timeline, TIMELINE_KEYS, stochastic=True, cheap=False,
+                       errors=TIMELINE_ERRORS, module="simpy"),
 }
 
 

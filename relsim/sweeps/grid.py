@@ -3,7 +3,7 @@
 A grid is read from TOML (:meth:`Grid.from_toml`) or a mapping (:meth:`Grid.from_dict`)::
 
     base = "production_agent.toml"   # a scenario file, relative to the grid file; or a [base] table
-    method = "exact"                 # exact | simulate | timeline (when that engine is installed)
+    method = "exact"                 # exact | simulate | timeline
     trials = 200000                  # simulate / timeline: trials per point
     seed = 1                         # simulate / timeline: the grid's seed
     mode = "product"                 # product (default): every combination; zip: the axes side by side
@@ -11,8 +11,8 @@ A grid is read from TOML (:meth:`Grid.from_toml`) or a mapping (:meth:`Grid.from
     "verifier.miss" = [0.0, 0.02, 0.05, 0.1]
     "retries.per_step" = [0, 1, 2, 3]
 
-Axis names are dotted scenario keys (docs/model.md section 4, and section 7's tables once the
-scenario has them). Keys that must move together, such as a verifier's error rates and its
+Axis names are dotted scenario keys (docs/model.md section 4, and section 7's time tables:
+``timing.deadline``, ``fleet.agents``, ...). Keys that must move together, such as a verifier's error rates and its
 price, form one axis named by the keys joined with commas, each value a list of one value per
 key::
 
@@ -42,6 +42,7 @@ from typing import Any, Mapping
 
 from relsim.errors import RelsimError, invalid, show
 from relsim.scenario import Scenario, ScenarioError
+from relsim.scenario_time import Duration
 
 __all__ = ["Grid", "MAX_POINTS", "point_seed", "scenario_keys"]
 
@@ -53,6 +54,8 @@ MAX_SEED = 2**63 - 1
 #: The most trials per point (the Monte Carlo engine's own limits apply below this).
 MAX_TRIALS = 10**10
 
+#: A duration's keys in a file (docs/model.md section 7): ``{median, p95}`` or ``{mean}``.
+_DURATION_KEYS = ("median", "p95", "mean")
 _GRID_KEYS = ("base", "method", "trials", "seed", "mode", "axes")
 _MODES = ("product", "zip")
 
@@ -96,17 +99,23 @@ def _dataclass_keys(cls: type, prefix: str) -> list[str]:
         name = f"{prefix}{f.name}"
         keys.append(name)
         for option in _field_types(cls, f):
-            if isinstance(option, type) and dataclasses.is_dataclass(option):
+            if option is Duration:  # a duration's file spelling, not its dataclass's fields
+                keys.extend(f"{name}.{key}" for key in _DURATION_KEYS)
+            elif isinstance(option, type) and dataclasses.is_dataclass(option):
                 keys.extend(_dataclass_keys(option, f"{name}."))
     return keys
 
 
 def _field_types(cls: type, f: dataclasses.Field) -> tuple[Any, ...]:
     """The types a field's annotation allows (``Verifier | None`` -> Verifier, NoneType)."""
+    import relsim.scenario_time
+
+    # The scenario names its time tables (docs/model.md section 7) only for type checkers;
+    # their classes are in relsim.scenario_time.
+    namespace = {**vars(relsim.scenario_time), **vars(sys.modules[cls.__module__])}
     try:
-        hint = typing.get_type_hints(cls)[f.name]
-    except Exception:  # an annotation naming a type only imported for type checkers
-        namespace = vars(sys.modules[cls.__module__])
+        hint = typing.get_type_hints(cls, globalns=namespace)[f.name]
+    except Exception:  # an annotation naming a type neither module has
         text = f.type if isinstance(f.type, str) else ""
         return tuple(namespace.get(part.strip()) for part in text.split("|"))
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
@@ -200,7 +209,7 @@ class Grid:
     @property
     def stochastic(self) -> bool:
         """True for the methods that draw trials (they need ``trials`` and ``seed``)."""
-        from relsim.sweep.methods import method
+        from relsim.sweeps.methods import method
 
         return method(self.method).stochastic
 
@@ -275,7 +284,7 @@ class Grid:
 
     # ------------------------------------------------------------------------ checks
     def _check(self) -> None:
-        from relsim.sweep.methods import method
+        from relsim.sweeps.methods import method
 
         if self.mode not in _MODES:
             raise invalid("mode", 'one of "product", "zip"', self.mode)
