@@ -280,7 +280,7 @@ def test_no_time_section_without_time_tables(production):
 
 
 def test_time_section_from_the_timeline_engine():
-    timeline = pytest.importorskip("relsim.timeline", reason="the timeline engine has not landed")
+    import relsim.timeline as timeline
     design = {"steps": 5, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
               "timing": {"attempt": 8, "verify": 2, "deadline": 60}}
     report = render(design, trials=3_000, seed=4)
