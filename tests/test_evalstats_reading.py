@@ -36,7 +36,8 @@ def test_read_csv_with_booleans_blank_lines_and_extra_columns(tmp_path):
     assert frame["task"].tolist() == ["a", "a", "b", "b"]
     assert frame["success"].tolist() == [1, 0, 0, 1]
     assert frame["line"].tolist() == [2, 4, 5, 6]  # the blank line 3 is skipped
-    assert "notes" not in frame
+    assert frame["notes"].tolist() == ["x", "y", "", "z"]  # kept as text, reported as such
+    assert frame.attrs["relsim_text"] == ["notes"] and frame.attrs["relsim_metrics"] == []
 
 
 def test_read_jsonl_and_threshold(tmp_path):
@@ -143,7 +144,7 @@ BAD_FILES = [
     (
         "zerosteps.csv",
         "task,trial,success,steps\na,1,1,0\n",
-        r" line 2: steps: must be a number > 0, got '0'$",
+        r" line 2: steps: must be a number in \(0, 100000\], got '0'$",
     ),
     (
         "ragged.csv",
