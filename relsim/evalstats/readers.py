@@ -208,6 +208,7 @@ def check_trials(
             text_columns.append(column)
     result["line"] = lines
     result.attrs["relsim_trials"] = True
+    result.attrs["relsim_source"] = name
     result.attrs["relsim_metrics"] = metrics
     result.attrs["relsim_text"] = text_columns
     result.attrs["relsim_ignored"] = ignored
@@ -224,6 +225,22 @@ def check_trials(
             lambda i: f"{show(task)}, {show(trial)} again (first seen at {where} {earlier})",
         )
     return result
+
+
+def load_trials(source: Any, threshold: float | None, scorer: str | None = None) -> pd.DataFrame:
+    """A checked trials frame from any source: a DataFrame (as is, or read), a CSV/JSONL
+    file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory)."""
+    import pandas as pd
+
+    if not isinstance(source, pd.DataFrame):
+        path = Path(source)
+        if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
+            from relsim.evalstats.inspect_logs import read_inspect_log
+
+            return read_inspect_log(path, scorer=scorer, threshold=threshold)
+    if scorer is not None:
+        raise invalid("scorer", "given only with an Inspect eval log", scorer)
+    return trials_frame(source, threshold)
 
 
 def trials_frame(source: Any, threshold: float | None) -> pd.DataFrame:
