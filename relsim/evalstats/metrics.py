@@ -2,7 +2,7 @@ r"""Metric columns, rates between them, cost per success, and failure categories
 
 Every number here is a **ratio of per-task totals**, so its standard error is clustered by
 task like the success rate's: with per-task totals :math:`Y_i` (numerator) and :math:`X_i`
-(denominator) over the :math:`T` tasks with :math:`X_i > 0`,
+(denominator) over the :math:`T` tasks holding any data (:math:`X_i > 0` or :math:`Y_i \ne 0`),
 
 .. math::
 
@@ -56,8 +56,9 @@ def ratio(
     """``{estimate, se, ci, tasks}`` of :math:`\\sum Y_i / \\sum X_i` over per-task totals.
 
     Estimate infinite (and ``se``, ``ci`` NaN) when the denominator total is 0 and the
-    numerator total is not; NaN when both are 0. ``se`` and ``ci`` are NaN with fewer than two
-    tasks with :math:`X_i > 0`.
+    numerator total is not; NaN when both are 0. The tasks are those with
+    :math:`X_i > 0` or :math:`Y_i \ne 0` (a task without a success still spent its cost);
+    ``se`` and ``ci`` are NaN with fewer than two.
 
     Examples
     --------
@@ -73,7 +74,8 @@ def ratio(
     y_total, x_total = float(ys.sum()), float(xs.sum())
     nonnegative = bool(np.all(y >= 0))
     out: dict[str, Any] = {"estimate": math.nan, "se": math.nan, "ci": (math.nan, math.nan)}
-    used = x > 0
+    # a task counts when it holds any data: one with no success still spent its cost
+    used = (x > 0) | (y != 0)
     out["tasks"] = int(used.sum())
     if x_total == 0:
         out["estimate"] = math.inf if y_total != 0 else math.nan
