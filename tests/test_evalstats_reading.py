@@ -64,7 +64,9 @@ def test_file_and_dataframe_give_the_same_analysis(tmp_path):
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
     from_file = evalstats.analyze(path, [2], replicates=100, seed=3).to_dict()
-    assert from_file == evalstats.analyze(frame, [2], replicates=100, seed=3).to_dict()
+    from_frame = evalstats.analyze(frame, [2], replicates=100, seed=3).to_dict()
+    assert from_file.pop("source") == str(path) and from_frame.pop("source") == "trials"
+    assert from_file == from_frame
 
 
 BAD_FILES = [
@@ -254,7 +256,7 @@ def test_bad_arguments_name_the_argument_and_range():
         ),
         (
             lambda: evalstats.analyze(frame, [1], interval="normal"),
-            r"interval: must be one of bca, percentile, got 'normal'",
+            r"interval: must be one of jeffreys, bca, percentile, got 'normal'",
         ),
         (lambda: evalstats.analyze(frame, [1], target=0), r"target: must be in \(0, 1\], got 0"),
         (
@@ -306,7 +308,7 @@ def test_bad_arguments_name_the_argument_and_range():
         ),
         (
             lambda: evalstats.minimum_detectable_effect(0, 0.5),
-            r"tasks: must be an integer >= 1, got 0",
+            r"tasks: must be an integer >= 2 \(a paired comparison needs two\), got 0",
         ),
     ]
     for call, message in cases:
