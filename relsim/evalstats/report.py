@@ -156,7 +156,7 @@ def _sections(result: Any) -> list[tuple[str, list[str], list[list[str]], str]]:
 
 
 def figure_svg(result: Any) -> str:
-    """pass@k and pass^k against k with their intervals (an analysis), or the paired
+    """pass@k and pass^k against k = 1, 2, ... with their intervals (an analysis), or the paired
     differences with their intervals (a comparison), as an inline ``<svg>`` element."""
     try:
         import matplotlib
@@ -173,19 +173,25 @@ def figure_svg(result: Any) -> str:
     figure = Figure(figsize=(6.4, 3.6))
     axes = figure.add_subplot()
     if isinstance(result, TrialAnalysis):
+        # the whole curve, k = 1 .. the most trials of a task (at most 20), by the same
+        # estimator and interval as the tables (so the table's k are points of it)
+        from relsim.evalstats.estimators import pass_k
+
+        largest = int(min(20, result.per_task["trials"].max()))
+        curve = pass_k(
+            result.per_task, range(1, largest + 1), replicates=result.replicates,
+            seed=result.seed, confidence=result.confidence, interval=result.interval,
+        )
         for metric, label, marker in (("pass_at_k", "pass@k", "o"), ("pass_hat_k", "pass^k", "s")):
-            rows = out[metric]
-            ks = [int(k) for k in rows]
-            values = [math.nan if rows[k]["estimate"] is None else rows[k]["estimate"] for k in rows]
-            lows = [v - (rows[k]["ci"][0] if rows[k]["ci"][0] is not None else v)
-                    for k, v in zip(rows, values)]
-            highs = [(rows[k]["ci"][1] if rows[k]["ci"][1] is not None else v) - v
-                     for k, v in zip(rows, values)]
-            axes.errorbar(ks, values, yerr=[lows, highs], marker=marker, capsize=4, label=label)
+            rows = curve.loc[metric]
+            ks = [int(k) for k in rows.index]
+            values = rows["estimate"].to_numpy()
+            errors = [values - rows["ci_low"].to_numpy(), rows["ci_high"].to_numpy() - values]
+            axes.errorbar(ks, values, yerr=errors, marker=marker, capsize=4, label=label)
         axes.set_xlabel("k (trials)")
         axes.set_ylabel("estimate, 95% CI")
         axes.set_ylim(-0.02, 1.02)
-        axes.set_xticks(sorted({int(k) for k in out["pass_at_k"]}))
+        axes.set_xticks(list(range(1, largest + 1)))
         axes.legend()
     else:
         names = [n for n, v in out["quantities"].items() if v["difference"] is not None]
