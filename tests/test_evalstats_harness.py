@@ -405,3 +405,33 @@ def test_tasks_needed_round_trips_with_the_mde_and_never_answers_one():
         assert evalstats.tasks_needed(mde, baseline, trials_per_task=trials,
                                       difference_sd=spread) == tasks
     assert evalstats.tasks_needed(0.9, 0.05) >= 2
+
+
+def test_replicates_without_a_bootstrap_are_said_to_do_nothing(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    harness().to_csv(path, index=False)
+    assert main(["analyze", str(path), "--k", "1", "--replicates", "1000000000"]) == 0
+    err = capsys.readouterr().err
+    assert "--replicates and --seed set the bootstrap intervals" in err
+    code = main(["analyze", str(path), "--k", "1", "--replicates", "1000000000",
+                 "--interval", "bca"])
+    err = capsys.readouterr().err
+    assert code == 2 and "replicates: must be at most" in err and err.count("\n") == 1
+
+
+def test_inspect_score_values_become_success():
+    from relsim.evalstats.inspect_logs import _success
+
+    assert [_success(v, None, "log sample 1") for v in ("C", "I", "N", True, 0, 1.0)] == [
+        "1", "0", "0", "1", "0", "1"
+    ]
+    assert [_success(v, 0.5, "s") for v in ("P", "I", 0.7, 0.2, "0.9")] == [
+        "1", "0", "1", "0", "1"
+    ]
+    with pytest.raises(TrialDataError, match=r"^log sample 3: success: must be C/I, a boolean "
+                       r"or 0/1 \(or a score with --threshold\), got 0.7$"):
+        _success(0.7, None, "log sample 3")
+    with pytest.raises(TrialDataError, match="partial P with --threshold"):
+        _success("P", None, "s")
+    with pytest.raises(TrialDataError, match="must be a score value"):
+        _success({"a": 1}, None, "s")

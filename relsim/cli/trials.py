@@ -272,6 +272,9 @@ def run_analyze(args: argparse.Namespace) -> int:
         infra_categories=args.infra_categories,
     )
     _warn(result.warnings)
+    if args.interval == "jeffreys" and (args.replicates is not None or args.seed != 0):
+        _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
+               "percentile); the default jeffreys interval draws nothing"])
     written = None
     if args.report:
         from relsim.evalstats.report import write_report
