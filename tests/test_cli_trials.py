@@ -46,7 +46,7 @@ EQUAL = {"a": [1, 0, 1, 1], "b": [0, 0, 1, 0], "c": [1, 1, 1, 1], "d": [0, 0, 0,
 
 def test_analyze_json_shape_and_values(tmp_path, capsys):
     path = write(tmp_path / "t.csv", csv_of(EQUAL))
-    code, out, err = run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--json")
+    code, out, err = run(capsys, "analyze", path, "--k", "1,2,4", "--json")
     assert code == 0 and err == ""
     result = json.loads(out)
     assert set(result) == {
