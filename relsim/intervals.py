@@ -266,8 +266,9 @@ def effective_count_interval(
         tail = 0.5 + confidence / 2
         count = count * (stats.norm.ppf(tail) / stats.t.ppf(tail, degrees)) ** 2
         successes = count * theta
-        low = np.where(theta > 0, stats.beta.ppf(1 - tail, successes + 0.5, count - successes + 0.5), 0.0)
-        high = np.where(theta < 1, stats.beta.ppf(tail, successes + 0.5, count - successes + 0.5), 1.0)
+        shape_a, shape_b = successes + 0.5, count - successes + 0.5
+        low = np.where(theta > 0, stats.beta.ppf(1 - tail, shape_a, shape_b), 0.0)
+        high = np.where(theta < 1, stats.beta.ppf(tail, shape_a, shape_b), 1.0)
     low = np.where(usable, np.minimum(low, theta), np.nan)
     high = np.where(usable, np.maximum(high, theta), np.nan)
     if scalar:

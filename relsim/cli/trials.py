@@ -345,7 +345,8 @@ def run_analyze(args: argparse.Namespace) -> int:
         infra = out["infrastructure"]
         print(
             f"infrastructure ({', '.join(infra['categories'])}): {infra['trials']} failed "
-            f"trial{'' if infra['trials'] == 1 else 's'} left out -> success {_value(infra['success']['mean'])} 95% CI "
+            f"trial{'' if infra['trials'] == 1 else 's'} left out -> success "
+            f"{_value(infra['success']['mean'])} 95% CI "
             f"{_interval(*infra['success']['ci'])} over {infra['tasks']} tasks"
         )
     if out["ignored_columns"]:

@@ -20,7 +20,8 @@ Conventions
   (:func:`relsim.formulas.pass_at_k_estimate`, :func:`relsim.formulas.pass_hat_k_estimate`);
   tasks with fewer than ``k`` trials are excluded and counted in ``excluded_tasks``, and a
   warning says so whenever the counts differ.
-- **Bootstrap** (``interval="bca"`` or ``"percentile"``, on request): ``replicates`` (default 2000) resamples of the tasks with replacement, drawn
+- **Bootstrap** (``interval="bca"`` or ``"percentile"``, on request): ``replicates``
+  (default 2000) resamples of the tasks with replacement, drawn
   from ``numpy.random.default_rng(seed)``; each replicate recomputes the whole estimate (mean
   over the resampled tasks that have ``n_i >= k``). The interval is the BCa interval of the
   replicates (bias-corrected and accelerated), or on request the plain percentile interval,

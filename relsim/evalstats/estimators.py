@@ -243,7 +243,6 @@ def pass_k_table(
     """:func:`pass_k`'s table and what to warn about (unequal counts, lonely k)."""
     import pandas as pd
 
-
     check_confidence(confidence)
     bootstrap.check_settings(replicates, interval)
     n, c = counts(tasks)

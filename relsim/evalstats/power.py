@@ -91,7 +91,8 @@ def tasks_needed(
         abs(delta)
     )
     if digits > MAX_TASKS_DIGITS:
-        about = "more than 10^300" if not math.isfinite(digits) or digits > 300 else f"about 10^{digits:.0f}"
+        huge = not math.isfinite(digits) or digits > 300
+        about = "more than 10^300" if huge else f"about 10^{digits:.0f}"
         raise invalid(
             "delta",
             f"a difference that at most 10^{MAX_TASKS_DIGITS} tasks can detect (with this "
@@ -172,7 +173,8 @@ def minimum_detectable_effect(
 def _difference_variance(baseline: float, delta: float, trials: int, difference_sd: float) -> float:
     other = baseline + delta
     # W * W, not W ** 2: float ** raises OverflowError where * gives infinity
-    return difference_sd * difference_sd + (baseline * (1 - baseline) + other * (1 - other)) / trials
+    binomial = (baseline * (1 - baseline) + other * (1 - other)) / trials
+    return difference_sd * difference_sd + binomial
 
 
 def _z_sum(alpha: float, power: float) -> float:

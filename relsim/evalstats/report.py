@@ -196,10 +196,9 @@ def figure_svg(result: Any) -> str:
     else:
         names = [n for n, v in out["quantities"].items() if v["difference"] is not None]
         values = [out["quantities"][n]["difference"] for n in names]
-        lows = [v - (out["quantities"][n]["ci"][0] if out["quantities"][n]["ci"][0] is not None else v)
-                for n, v in zip(names, values)]
-        highs = [(out["quantities"][n]["ci"][1] if out["quantities"][n]["ci"][1] is not None else v) - v
-                 for n, v in zip(names, values)]
+        bounds = [out["quantities"][n]["ci"] for n in names]
+        lows = [v - (b[0] if b[0] is not None else v) for b, v in zip(bounds, values)]
+        highs = [(b[1] if b[1] is not None else v) - v for b, v in zip(bounds, values)]
         positions = list(range(len(names)))
         axes.errorbar(values, positions, xerr=[lows, highs], fmt="o", capsize=4)
         axes.axvline(0.0, color="#888", linewidth=1)
@@ -270,5 +269,6 @@ def write_report(result: Any, path: str | Path) -> list[Path]:
             return [path, figure]
         path.write_text(render(result, "html"), encoding="utf-8")
     except OSError as error:
-        raise invalid("report", "a file that can be written", f"{path} ({error.strerror})") from None
+        shown = f"{path} ({error.strerror})"
+        raise invalid("report", "a file that can be written", shown) from None
     return [path]
