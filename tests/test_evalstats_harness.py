@@ -202,6 +202,10 @@ def test_failure_categories_counts_shares_tasks_and_infrastructure():
     # configurable: nothing is infrastructure when told so
     plain = quietly(evalstats.analyze, frame, k=[1], infra_categories=[])
     assert plain.infrastructure is None
+    # "named like": a category containing the word, any case
+    like = frame.assign(category=frame["category"].replace({"timeout": "Env_Timeout"}))
+    found_like = quietly(evalstats.analyze, like, k=[1], infra_categories=["timeout"])
+    assert found_like.infrastructure["categories"] == ["Env_Timeout"]
     # another column, by name
     renamed = frame.rename(columns={"category": "why"})
     assert quietly(evalstats.analyze, renamed, k=[1], category="why").categories == found

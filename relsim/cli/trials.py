@@ -112,7 +112,8 @@ def add_parser(subparsers) -> None:
         type=_names,
         default=["infra", "timeout"],
         metavar="NAME[,NAME...]",
-        help="failure categories that are infrastructure noise (default infra,timeout)",
+        help="categories whose name contains one of these words are infrastructure noise "
+        "(default infra,timeout)",
     )
     analyze.add_argument(
         "--scorer", default=None, help="Inspect logs: the scorer whose value is success"

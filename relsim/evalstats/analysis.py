@@ -259,8 +259,9 @@ def analyze(
     category : str, optional
         The column naming each failed trial's category; default ``category`` when present.
     infra_categories : iterable of str
-        Categories that are infrastructure noise rather than the agent's failures
-        (case-insensitive); success is also reported without those trials.
+        Words naming infrastructure noise rather than the agent's failures: a category
+        whose name contains one of them (case-insensitive; ``env_timeout`` for ``timeout``)
+        is infrastructure, and success is also reported without those trials.
 
     Returns
     -------
@@ -422,9 +423,14 @@ def _without_infrastructure(
     """Success recomputed without the failed trials of infrastructure categories."""
     if isinstance(infra_categories, str):
         infra_categories = [infra_categories]
-    wanted = {str(name).strip().lower() for name in infra_categories}
+    wanted = [str(name).strip().lower() for name in infra_categories if str(name).strip()]
     labels = frame[column].astype(str).str.strip()
-    noise = (frame["success"] == 0).to_numpy() & labels.str.lower().isin(wanted).to_numpy()
+    lowered = labels.str.lower()
+    # "named like": a category whose name contains one of the words (env_timeout, infra_crash)
+    like = np.zeros(len(frame), dtype=bool)
+    for word in wanted:
+        like |= lowered.str.contains(word, regex=False).to_numpy()
+    noise = (frame["success"] == 0).to_numpy() & like
     if not noise.any():
         return None, None
     kept = frame.loc[~noise]
