@@ -170,8 +170,8 @@ def pass_k(
     population value, measured in ``tests/test_coverage.py`` with task rates drawn from a Beta
     (20,000 simulated evals per cell, Monte Carlo error about 0.2 points): 95-96% on large
     designs (500 tasks x 5 trials), 95-97% on 50 x 3, and conservative, 96-99.9%, with 10
-    tasks or with rates piled at 0 or 1 (where 10 tasks x 5 trials that all succeed cannot
-    rule out a pass@5 of 0.94).
+    tasks or with rates piled at 0 or 1 (10 tasks x 5 trials that all succeed give success
+    the interval [0.94, 1] and pass@5, which each task's five trials show only once, [0.72, 1]).
 
     ``"bca"`` and ``"percentile"`` resample the :math:`T` tasks with replacement
     ``replicates`` times and recompute each estimate on the resample (over its tasks with
