@@ -98,7 +98,8 @@ def test_k_is_accepted_as_the_cli_spells_it():
 def test_success_is_pass_at_1_one_interval():
     result = quietly(evalstats.analyze, harness(), k=[1, 3])
     out = result.to_dict()
-    assert out["success"]["ci"] == out["pass_at_k"]["1"]["ci"]
+    assert out["success"]["ci"] == out["pass_at_k"]["1"]["ci"] == out["pass_hat_k"]["1"]["ci"]
+    assert out["success"]["mean"] == out["pass_hat_k"]["1"]["estimate"]
     bca = quietly(evalstats.analyze, harness(), k=[3], interval="bca", replicates=500).to_dict()
     assert "1" not in bca["pass_at_k"]  # not asked for, but success still used its method
     again = quietly(evalstats.analyze, harness(), k=[1], interval="bca", replicates=500)

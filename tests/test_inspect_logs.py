@@ -102,6 +102,11 @@ def logs(tmp_path_factory):
             else:
                 os.environ[key] = value
     made["dir"] = str(root / "plain")
+    # the same log in Inspect's JSON format, written by Inspect's own writer
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    made["json"] = str(root / "plain.json")
+    write_eval_log(read_eval_log(made["plain"]), made["json"], format="json")
     return made
 
 
@@ -117,6 +122,8 @@ def test_samples_epochs_and_scores_become_trials(logs):
         frame.attrs["relsim_metrics"]
     )
     assert (frame["total_tokens"] == 25).all()
+    as_json = evalstats.read_inspect_log(logs["json"])
+    assert as_json[["task", "trial", "success"]].equals(frame[["task", "trial", "success"]])
 
 
 def test_analyze_an_inspect_log_like_a_csv(logs, tmp_path):

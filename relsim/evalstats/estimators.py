@@ -321,6 +321,8 @@ def task_values(n: np.ndarray, c: np.ndarray, ks: list[int]) -> np.ndarray:
         hat_k = np.full(len(pairs), np.nan)
         at_k[usable] = formulas.pass_at_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
         hat_k[usable] = formulas.pass_hat_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
+        if k == 1:  # pass@1 = pass^1 = c / n: one number, to the last bit
+            at_k[usable] = hat_k[usable] = pairs[usable, 1] / pairs[usable, 0]
         values[:, column] = at_k[inverse]
         values[:, len(ks) + column] = hat_k[inverse]
     return values
