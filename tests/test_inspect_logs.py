@@ -50,7 +50,13 @@ def _run(log_dir, *, name, error_on=None, scorers=1):
     @scorer(metrics=[accuracy()])
     def table():
         async def score(state, target):
-            return Score(value="C" if TABLE[state.sample_id][state.epoch - 1] else "I")
+            ok = TABLE[state.sample_id][state.epoch - 1]
+            # what a grader notes about the trial: its failure category and tool errors
+            return Score(
+                value="C" if ok else "I",
+                metadata={"category": "" if ok else "wrong_tool", "tool_errors": state.epoch,
+                          "trace": [1, 2]},
+            )
 
         return score
 
@@ -122,6 +128,11 @@ def test_samples_epochs_and_scores_become_trials(logs):
         frame.attrs["relsim_metrics"]
     )
     assert (frame["total_tokens"] == 25).all()
+    # the score's scalar metadata: a category (text) and a count (metric); a list is dropped
+    assert "tool_errors" in frame.attrs["relsim_metrics"] and "trace" not in frame
+    assert frame["tool_errors"].tolist() == frame["trial"].astype(float).tolist()
+    failed = frame["success"] == 0
+    assert (frame.loc[failed, "category"] == "wrong_tool").all()
     as_json = evalstats.read_inspect_log(logs["json"])
     assert as_json[["task", "trial", "success"]].equals(frame[["task", "trial", "success"]])
 
@@ -137,8 +148,11 @@ def test_analyze_an_inspect_log_like_a_csv(logs, tmp_path):
     for key in ("success", "pass_at_k", "pass_hat_k"):
         assert result.to_dict()[key] == by_hand.to_dict()[key]
     assert result.to_dict()["metrics"]["total_tokens"]["mean"] == 25
+    failures = sum(1 - s for row in TABLE.values() for s in row)
+    assert result.categories["wrong_tool"]["count"] == failures
     # a directory of logs reads the same
-    assert evalstats.analyze(logs["dir"], k=[3]).to_dict()["success"] == by_hand.to_dict()["success"]
+    from_dir = evalstats.analyze(logs["dir"], k=[3]).to_dict()
+    assert from_dir["success"] == by_hand.to_dict()["success"]
 
 
 def test_errored_samples_are_reported_not_failures(logs):

@@ -8,7 +8,8 @@
 - ``exercise3_v1.csv`` and ``exercise3_v2.csv``: a 20-task harness, 3 trials each, with
   ``steps``, ``tool_errors``, ``cost`` (dollars) and a failure ``category`` read from the
   trajectories (exercise 3); v2 fixes the top category (``wrong_tool``) and re-runs.
-- ``--inspect``: ``logs/``, the same 20 tasks x 3 epochs of v1 as an Inspect eval log, run on
+- ``--inspect``: ``logs/exercise1/`` and ``logs/exercise3/``, the trials of ``exercise1.csv``
+  (10 samples x 5 epochs) and ``exercise3_v1.csv`` (20 x 3) as Inspect eval logs, run on
   Inspect's mock model (no network) with a scorer that replays the outcomes.
 """
 
@@ -72,7 +73,7 @@ def write(name: str, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def inspect_log(rows: list[dict]) -> str:
+def inspect_log(rows: list[dict], name: str) -> str:
     import os
 
     os.environ.setdefault("INSPECT_LOG_DIR", str(HERE / "logs"))
@@ -85,26 +86,32 @@ def inspect_log(rows: list[dict]) -> str:
     outputs = []
     for row in rows:  # the mock model's outputs carry their usage: no tokenizer download
         output = ModelOutput.from_content("mockllm/model", "done")
+        steps = row.get("steps", 10)
         output.usage = ModelUsage(
-            input_tokens=200 * row["steps"], output_tokens=40 * row["steps"],
-            total_tokens=240 * row["steps"],
+            input_tokens=200 * steps, output_tokens=40 * steps, total_tokens=240 * steps
         )
         outputs.append(output)
 
     @scorer(metrics=[accuracy()])
     def end_state():
         async def score(state, target):
-            return Score(value="C" if outcome[(state.sample_id, state.epoch)]["success"] else "I")
+            row = outcome[(state.sample_id, state.epoch)]
+            notes = {key: row[key] for key in ("steps", "tool_errors", "cost", "category")
+                     if key in row}  # what the grader read from the trajectory
+            return Score(value="C" if row["success"] else "I", metadata=notes)
 
         return score
 
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    epochs = len(rows) // len(tasks)
     task = Task(
-        name="harness",
-        dataset=[Sample(id=f"h{i + 1:02d}", input="organize the files") for i in range(20)],
+        name=name,
+        dataset=[Sample(id=task, input="organize the files") for task in tasks],
         scorer=end_state(),
     )
     model = get_model("mockllm/model", custom_outputs=outputs)
-    log = eval(task, model=model, epochs=3, log_dir=str(HERE / "logs"), display="none")[0]
+    log_dir = str(HERE / "logs" / name)
+    log = eval(task, model=model, epochs=epochs, log_dir=log_dir, display="none")[0]
     return log.location
 
 
@@ -116,7 +123,8 @@ def main() -> None:
     write("exercise3_v1.csv", exercise3(fixed=False))
     write("exercise3_v2.csv", exercise3(fixed=True))
     if args.inspect:
-        print(inspect_log(exercise3(fixed=False)))
+        print(inspect_log(exercise1(), "exercise1"))
+        print(inspect_log(exercise3(fixed=False), "exercise3"))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ scorer's value the success. Values ``"C"`` (correct) and ``"I"`` (incorrect), bo
 numbers need a ``threshold`` (success when ``value >= threshold``). Token usage summed over the
 models a sample called (``input_tokens``, ``output_tokens``, ``total_tokens``, and the
 provider's ``total_cost`` as ``cost`` when reported) and the sample's ``working_time`` and
-``total_time`` (seconds) become metric columns when the log has them. A sample that errored
+``total_time`` (seconds) become metric columns when the log has them, and so do the scalar
+entries of the score's and the sample's ``metadata`` (numbers as metrics, text such as a
+failure ``category`` as text; the score's first, and never over the columns above). A sample
+that errored
 (the eval failed, not the agent) is not a trial: it is reported apart, never as a failure.
 
 ``inspect_ai`` is an optional extra (``pip install 'agent-relsim[inspect]'``), imported only
@@ -149,6 +152,13 @@ def read_inspect_log(
                 value = getattr(sample, key, None)
                 if value is not None:
                     row[key] = repr(float(value))
+            # what the scorer and the sample recorded about the trial (a failure category,
+            # tool errors, steps): scalar metadata become columns, the score's first
+            for metadata in (scores[chosen].metadata or {}, sample.metadata or {}):
+                for key, value in metadata.items():
+                    text = _cell(value)
+                    if text is not None and str(key) not in row and str(key) != "line":
+                        row[str(key)] = text
             rows.append(row)
             lines.append(position)
     if not rows and errored:
@@ -164,6 +174,17 @@ def read_inspect_log(
     frame.attrs["relsim_errors"] = errored
     frame.attrs["relsim_scorer"] = chosen
     return frame
+
+
+def _cell(value: Any) -> str | None:
+    """A scalar metadata value as a text cell (None for lists, dicts and the like)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(float(value)) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value.strip()
+    return None
 
 
 def _success(value: Any, threshold: float | None, where: str) -> str:
