@@ -219,11 +219,15 @@ def effective_count_interval(
     with the lower end 0 when :math:`\hat\theta = 0` and the upper end 1 when
     :math:`\hat\theta = 1`. :math:`\hat V` is the clustered variance of the mean (the spread
     between tasks, which holds the binomial noise within them); :math:`N_{\max}` caps the
-    information, so the interval never has zero width: for per-task values that are unbiased
-    estimates from :math:`n_i` trials of a function :math:`p^k` or :math:`1-(1-p)^k`,
-    :math:`N_{\max} = T / (k\,\overline{1/n_i})` keeps :math:`V` at or below the variance of
-    the estimate whatever the tasks' rates (the Cramer-Rao bound of :math:`p^k` from :math:`n`
-    trials is at least :math:`p^k(1-p^k) k / n`). The interval always lies in [0, 1].
+    information, so the interval never has zero width. For success rates (``k = 1``),
+    :math:`N_{\max} = T/\overline{1/n_i}` is the pooled trial count, and the floor is never
+    above the variance of the mean (:math:`\bar p(1-\bar p) = \overline{p(1-p)} +
+    \mathrm{Var}(p)`, each part within the variance of a task's rate). For pass@k and pass^k
+    per task, :math:`N_{\max} = T / (k\,\overline{1/n_i})` counts the :math:`n_i / k`
+    disjoint groups of :math:`k` trials of each task as Bernoulli draws of the k-fold event:
+    the unbiased estimator averages all :math:`\binom{n}{k}` groups and is at least as
+    precise, so where this floor binds (tasks that all look alike) it is conservative, never
+    optimistic. The interval always lies in [0, 1].
 
     Parameters
     ----------
