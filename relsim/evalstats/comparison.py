@@ -16,7 +16,10 @@ ratios, with each task's linearised contribution :math:`u_i` as its value. Over 
 
 :math:`s_d^2/T` is the paired t-test's variance; :math:`w_i` is a floor from the binomial noise
 within each task (the trials of the two evals are independent given the task), so two evals
-whose tasks all moved by the same amount do not get a zero-width interval. For proportions
+whose tasks all moved by the same amount do not get a zero-width interval (for ``k > 1``
+it treats the :math:`n_i/k` disjoint groups of k trials as the draws, a conservative floor;
+when every task is certain in both evals, all 0 or all 1, it is 0 and so is the interval's
+width: nothing was seen to vary). For proportions
 the interval is cut to [-1, 1]. With several quantities compared, each p-value is reported
 with Holm's adjustment for the number tested (:func:`relsim.intervals.holm`).
 """
