@@ -16,6 +16,8 @@ __all__ = [
     "Z95",
     "bca_interval",
     "binomial_se",
+    "effective_count_interval",
+    "holm",
     "mean_se",
     "normal_interval",
     "percentile_interval",
@@ -188,3 +190,115 @@ def bca_interval(
         tails = np.clip(np.nan_to_num(tails, nan=0.5), 0.0, 1.0)
     low, high = np.quantile(replicates, tails)
     return (float(low), float(high))
+
+
+def effective_count_interval(
+    estimate: Any,
+    variance: Any,
+    max_count: Any,
+    clusters: Any,
+    confidence: float = 0.95,
+) -> tuple[Any, Any]:
+    r"""An interval for a mean of per-cluster values in [0, 1]: Jeffreys on effective counts.
+
+    The mean :math:`\hat\theta` of per-task values in [0, 1] (a success rate, an unbiased
+    pass@k or pass^k per task) is treated as a proportion seen in an *effective* number of
+    Bernoulli trials (Kish's design effect, with the small-sample correction of Korn and
+    Graubard 1998),
+
+    .. math::
+
+        V = \max\bigl(\hat V,\ \hat\theta(1-\hat\theta)/N_{\max}\bigr), \qquad
+        n^* = \frac{\hat\theta(1-\hat\theta)}{V}
+              \Bigl(\frac{z_{(1+\gamma)/2}}{t_{(1+\gamma)/2,\,T-1}}\Bigr)^2, \qquad
+        x^* = n^*\hat\theta
+
+    (:math:`n^* = N_{\max}` when :math:`\hat\theta \in \{0, 1\}`, :math:`T` the clusters),
+    and the interval is the Jeffreys interval of :math:`x^*` successes in :math:`n^*`:
+    the :math:`(1\mp\gamma)/2` quantiles of :math:`\mathrm{Beta}(x^* + 1/2, n^* - x^* + 1/2)`,
+    with the lower end 0 when :math:`\hat\theta = 0` and the upper end 1 when
+    :math:`\hat\theta = 1`. :math:`\hat V` is the clustered variance of the mean (the spread
+    between tasks, which holds the binomial noise within them); :math:`N_{\max}` caps the
+    information, so the interval never has zero width. For success rates (``k = 1``),
+    :math:`N_{\max} = T/\overline{1/n_i}` is the pooled trial count, and the floor is never
+    above the variance of the mean (:math:`\bar p(1-\bar p) = \overline{p(1-p)} +
+    \mathrm{Var}(p)`, each part within the variance of a task's rate). For pass@k and pass^k
+    per task, :math:`N_{\max} = T / (k\,\overline{1/n_i})` counts the :math:`n_i / k`
+    disjoint groups of :math:`k` trials of each task as Bernoulli draws of the k-fold event:
+    the unbiased estimator averages all :math:`\binom{n}{k}` groups and is at least as
+    precise, so where this floor binds (tasks that all look alike) it is conservative, never
+    optimistic. The interval always lies in [0, 1].
+
+    Parameters
+    ----------
+    estimate, variance, max_count, clusters : float or array_like
+        :math:`\hat\theta` in [0, 1], :math:`\hat V \ge 0` (NaN counts as 0), :math:`N_{\max}
+        > 0`, :math:`T \ge 2` (broadcast together).
+    confidence : float
+        :math:`\gamma` in (0, 1).
+
+    Returns
+    -------
+    (low, high)
+        Floats for scalar input, arrays otherwise; NaN where ``clusters < 2`` or the
+        estimate is NaN.
+
+    Examples
+    --------
+    Ten tasks, every one 4 successes in 5 trials: no spread between tasks, so the binomial
+    floor of 50 trials holds (the Jeffreys interval of 40 in 50, widened for 9 degrees of
+    freedom).
+
+    >>> [round(x, 3) for x in effective_count_interval(0.8, 0.0, 50, 10)]
+    [0.653, 0.903]
+    """
+    import numpy as np
+    from scipy import stats
+
+    estimate, variance, max_count, clusters = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (estimate, variance, max_count, clusters))
+    )
+    scalar = estimate.ndim == 0
+    theta = np.clip(estimate, 0.0, 1.0)
+    spread = theta * (1.0 - theta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floor = spread / max_count
+        total = np.maximum(np.nan_to_num(variance, nan=0.0), floor)
+        count = np.where(total > 0, spread / total, max_count)
+        usable = (clusters >= 2) & np.isfinite(theta)
+        degrees = np.where(usable, clusters - 1.0, 1.0)
+        tail = 0.5 + confidence / 2
+        count = count * (stats.norm.ppf(tail) / stats.t.ppf(tail, degrees)) ** 2
+        successes = count * theta
+        shape_a, shape_b = successes + 0.5, count - successes + 0.5
+        low = np.where(theta > 0, stats.beta.ppf(1 - tail, shape_a, shape_b), 0.0)
+        high = np.where(theta < 1, stats.beta.ppf(tail, shape_a, shape_b), 1.0)
+    low = np.where(usable, np.minimum(low, theta), np.nan)
+    high = np.where(usable, np.maximum(high, theta), np.nan)
+    if scalar:
+        return (float(low), float(high))
+    return (low, high)
+
+
+def holm(p_values: Any) -> Any:
+    r"""Holm's step-down adjustment of ``p_values`` (family-wise error, any dependence).
+
+    With the :math:`m` p-values sorted, :math:`p_{(1)} \le \dots \le p_{(m)}`, the adjusted
+    value of the :math:`j`-th is :math:`\max_{i \le j} \min(1, (m - i + 1)\,p_{(i)})`; NaN
+    entries are left out of :math:`m` and stay NaN.
+
+    Examples
+    --------
+    >>> [round(float(p), 3) for p in holm([0.01, 0.04, 0.03])]
+    [0.03, 0.06, 0.06]
+    """
+    import numpy as np
+
+    values = np.asarray(p_values, dtype=float)
+    out = np.full(values.shape, np.nan)
+    present = np.flatnonzero(~np.isnan(values))
+    order = present[np.argsort(values[present], kind="stable")]
+    m = order.size
+    scaled = np.minimum(1.0, (m - np.arange(m)) * values[order])
+    out[order] = np.maximum.accumulate(scaled) if m else scaled
+    return out

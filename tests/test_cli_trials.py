@@ -46,48 +46,75 @@ EQUAL = {"a": [1, 0, 1, 1], "b": [0, 0, 1, 0], "c": [1, 1, 1, 1], "d": [0, 0, 0,
 
 def test_analyze_json_shape_and_values(tmp_path, capsys):
     path = write(tmp_path / "t.csv", csv_of(EQUAL))
-    code, out, err = run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--json")
+    code, out, err = run(capsys, "analyze", path, "--k", "1,2,4", "--json")
     assert code == 0 and err == ""
     result = json.loads(out)
     assert set(result) == {
+        "source",
         "tasks",
         "trials",
         "success",
         "pass_at_k",
         "pass_hat_k",
-        "bootstrap",
-    }  # no cost column: no cost_per_success key
+        "per_task",
+        "metrics",
+        "rates",
+        "ignored_columns",
+        "interval",
+    }  # no cost column: no cost_per_success key; no category column: no categories
+    assert result["metrics"] == {} and result["ignored_columns"] == []
     assert result["tasks"] == 4 and result["trials"] == 16
     assert set(result["success"]) == {"mean", "se", "ci"}
     assert result["success"]["mean"] == pytest.approx((0.75 + 0.25 + 1 + 0) / 4)
     for metric in ("pass_at_k", "pass_hat_k"):
         assert list(result[metric]) == ["1", "2", "4"]
         for row in result[metric].values():
-            assert set(row) == {"estimate", "ci", "excluded_tasks"}
+            assert set(row) == {"estimate", "se", "ci", "excluded_tasks"}
             assert row["ci"][0] <= row["estimate"] <= row["ci"][1]
             assert row["excluded_tasks"] == 0
     # pass^4: only task c succeeds every time; pass@4: every task but d has a success
     assert result["pass_hat_k"]["4"]["estimate"] == pytest.approx(0.25)
     assert result["pass_at_k"]["4"]["estimate"] == pytest.approx(0.75)
-    assert result["bootstrap"] == {
-        "replicates": 2000,
-        "seed": 3,
+    assert result["interval"] == {
+        "method": "jeffreys",
         "confidence": 0.95,
-        "interval": "bca",
+        "replicates": None,
+        "seed": None,
+    }
+    # the per-task table: p, pass@k and pass^k of each task, by hand
+    assert result["per_task"][0] == {
+        "task": "a", "trials": 4, "successes": 3, "p": 0.75,
+        "pass_at_k": {"1": 0.75, "2": 1.0, "4": 1.0},
+        "pass_hat_k": {"1": 0.75, "2": 0.5, "4": 0.0},  # C(3,2)/C(4,2) = 3/6
+    }
+    # the bootstrap on request, with its seed
+    code, out, _ = run(
+        capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--interval", "bca", "--json"
+    )
+    assert json.loads(out)["interval"] == {
+        "method": "bca", "confidence": 0.95, "replicates": 2000, "seed": 3
     }
     # the same seed gives the same output
-    assert run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--json")[1] == out
+    again = run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--interval", "bca",
+                "--json")[1]
+    assert again == out
 
 
 def test_analyze_text_output(tmp_path, capsys):
     path = write(tmp_path / "t.csv", csv_of(EQUAL, cost=0.5, steps=10))
-    code, out, err = run(capsys, "analyze", path, "--k", "2", "--replicates", "200")
+    code, out, err = run(capsys, "analyze", path, "--k", "2", "--per-task")
     assert code == 0 and err == ""
     assert "4 tasks, 16 trials" in out
     assert "pass@2" in out and "pass^2" in out
-    assert "cost per success  1" in out  # 16 * 0.5 / 8 successes
+    assert "cost per success  1  95% CI [" in out  # 16 * 0.5 / 8 successes
     assert "relsim solve --steps 10 --target 0.95 --p " in out
-    assert "(bca), 200 replicates" in out
+    assert "Jeffreys on effective counts" in out
+    # the per-task table, sorted by p: d (0), b (0.25), a (0.75), c (1)
+    rows = [line.split()[0] for line in out.split("per task (sorted by p)")[1].splitlines()[2:6]]
+    assert rows == ["d", "b", "a", "c"]
+    code, out, err = run(capsys, "analyze", path, "--k", "2", "--interval", "bca",
+                         "--replicates", "200")
+    assert code == 0 and "(bca), 200 replicates" in out
     code, out, _ = run(capsys, "analyze", path, "--k", "2", "--interval", "percentile")
     assert code == 0 and "(percentile), 2000 replicates" in out
 
@@ -95,7 +122,7 @@ def test_analyze_text_output(tmp_path, capsys):
 def test_analyze_cost_per_success_is_null_only_with_no_success(tmp_path, capsys):
     failing = write(tmp_path / "f.csv", csv_of({"a": [0, 0], "b": [0, 0]}, cost=1))
     code, out, _ = run(capsys, "analyze", failing, "--k", "1", "--json")
-    assert code == 0 and json.loads(out)["cost_per_success"] is None
+    assert code == 0 and json.loads(out)["cost_per_success"]["estimate"] is None
     code, out, _ = run(capsys, "analyze", failing, "--k", "1")
     assert "cost per success  infinite (no success)" in out
     plain = write(tmp_path / "p.csv", csv_of({"a": [0, 1], "b": [0, 0]}))
@@ -151,7 +178,7 @@ def test_analyze_cost_and_steps_in_json(tmp_path, capsys):
     path = write(tmp_path / "t.csv", csv_of(EQUAL, cost=0.25, steps=20))
     code, out, _ = run(capsys, "analyze", path, "--k", "1", "--target", "0.9", "--json")
     result = json.loads(out)
-    assert result["cost_per_success"] == pytest.approx(16 * 0.25 / 8)
+    assert result["cost_per_success"]["estimate"] == pytest.approx(16 * 0.25 / 8)
     steps = result["steps"]
     assert steps["mean"] == 20
     assert steps["per_step_success"] == pytest.approx(0.5 ** (1 / 20))
@@ -257,11 +284,16 @@ def test_compare_json_shape_values_and_warning(tmp_path, capsys):
     code, out, err = run(capsys, "compare", base, cand, "--json")
     assert code == 0
     result = json.loads(out)
-    assert set(result) == {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"}
+    assert set(result) == {
+        "tasks", "baseline", "candidate", "difference", "se", "ci", "p_value", "tested",
+        "correction", "quantities",
+    }
     assert result["tasks"] == 4
-    # differences a +0.5, b +0.5, c 0, d 0
+    # differences a +0.5, b +0.5, c 0, d 0: paired se sqrt(1/12)/2 = 0.144, below the
+    # binomial noise within tasks (.125 + .125 + .125 + .125) / 16 -> se 0.177
     assert result["difference"] == pytest.approx(0.25)
-    assert result["se"] == pytest.approx(math.sqrt(1 / 12) / 2)
+    assert result["se"] == pytest.approx(math.sqrt(0.5 / 16))
+    assert list(result["quantities"]) == ["success"] and result["tested"] == 1
     assert result["ci"][0] < 0.25 < result["ci"][1]
     assert 0 < result["p_value"] < 1
     assert (
@@ -274,7 +306,8 @@ def test_compare_json_shape_values_and_warning(tmp_path, capsys):
 def test_compare_text_and_errors(tmp_path, capsys):
     base = write(tmp_path / "base.csv", csv_of({"a": [1, 0], "b": [0, 0]}))
     code, out, err = run(capsys, "compare", base, base)
-    assert code == 0 and err == "" and "difference   +0.0000" in out
+    assert code == 0 and err == ""
+    assert out.splitlines()[2].split()[:4] == ["success", "0.25", "0.25", "0"]
     lonely = write(tmp_path / "lonely.csv", csv_of({"a": [1, 0], "z": [1, 1]}))
     code, out, err = run(capsys, "compare", base, lonely)
     assert code == 2 and err == (
@@ -319,9 +352,9 @@ def test_power_mde_json_and_infeasible(capsys):
     d = result["mde"]
     z = 1.959963984540054 + 0.8416212335729143
     assert 100 * d**2 == pytest.approx(z**2 * (0.21 + (0.7 + d) * (0.3 - d)), rel=1e-9)
-    code, out, _ = run(capsys, "power", "--tasks", "1", "--baseline", "0.99", "--json")
+    code, out, _ = run(capsys, "power", "--tasks", "2", "--baseline", "0.99", "--json")
     assert code == 3 and json.loads(out)["mde"] is None
-    code, out, _ = run(capsys, "power", "--tasks", "1", "--baseline", "0.99")
+    code, out, _ = run(capsys, "power", "--tasks", "2", "--baseline", "0.99")
     assert code == 3 and "no gain" in out
 
 

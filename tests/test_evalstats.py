@@ -155,7 +155,7 @@ def test_estimates_equal_brute_force_enumeration_over_eligible_tasks(outcome_lis
     assert result.success["mean"] == pytest.approx(sum(rates) / len(rates), abs=1e-12)
 
 
-def test_success_mean_se_and_t_interval_by_hand():
+def test_success_mean_se_and_jeffreys_interval_by_hand():
     # per-task rates 1, 0.5, 0.25, 0 (unequal trial counts: each task weighs the same)
     tasks = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 0, 0, 0], "d": [0, 0, 0]})
     with pytest.warns(TrialDataWarning, match="trial counts differ"):
@@ -163,12 +163,18 @@ def test_success_mean_se_and_t_interval_by_hand():
     rates = np.array([1, 0.5, 0.25, 0])
     mean = rates.mean()
     sd = math.sqrt(((rates - mean) ** 2).sum() / 3)
-    se = sd / 2
+    se = sd / 2  # 0.2366, above the binomial floor sqrt(.4375 * .5625 / 10.43) = 0.1536
     t975_df3 = 3.182446305284263  # t(0.975, 3), from statistical tables
     assert success["mean"] == pytest.approx(0.4375)
     assert success["se"] == pytest.approx(se)
-    assert success["ci_low"] == pytest.approx(mean - t975_df3 * se)
-    assert success["ci_high"] == pytest.approx(mean + t975_df3 * se)
+    # Jeffreys on the effective count n* = mean (1 - mean) / se^2 * (z / t)^2 (Korn-Graubard):
+    # the Beta(x + 1/2, n - x + 1/2) quantiles, by scipy's beta distribution directly
+    count = mean * (1 - mean) / se**2 * (1.959963984540054 / t975_df3) ** 2
+    x = count * mean
+    assert success["ci_low"] == pytest.approx(stats.beta.ppf(0.025, x + 0.5, count - x + 0.5))
+    assert success["ci_high"] == pytest.approx(stats.beta.ppf(0.975, x + 0.5, count - x + 0.5))
+    assert 0 < success["ci_low"] < mean < success["ci_high"] < 1  # the t interval left [0, 1]
+    assert mean - t975_df3 * se < 0
 
 
 def test_unequal_counts_warn_and_exclude_short_tasks():
@@ -207,11 +213,17 @@ def test_default_ks_are_those_up_to_the_largest_count():
 
 def test_cost_per_success_is_total_cost_over_total_successes():
     tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[0.5, 0.25, 1.0, 2.0])
-    assert evalstats.analyze(tasks, [1], replicates=100).cost_per_success == pytest.approx(3.75 / 3)
+    cost = evalstats.analyze(tasks, [1], replicates=100).cost_per_success
+    assert cost["estimate"] == pytest.approx(3.75 / 3)
+    # clustered ratio: R = 1.25, u_a = (0.75 - 1.25) / 1.5, u_b = (3 - 2.5) / 1.5, se^2 = sum u^2 / 2
+    se = math.sqrt(((0.5 / 1.5) ** 2 * 2) / 2)
+    assert cost["se"] == pytest.approx(se)
+    factor = math.exp(12.706204736174698 * se / 1.25)  # t(0.975, 1), from tables; log scale
+    assert cost["ci"] == pytest.approx((1.25 / factor, 1.25 * factor))
     none = trials_frame({"a": [0, 0], "b": [0, 0]}, cost=[1.0, 1.0, 1.0, 1.0])
     result = evalstats.analyze(none, [1], replicates=100)
-    assert result.cost_per_success == math.inf
-    assert result.to_dict()["cost_per_success"] is None  # JSON has no infinity
+    assert result.cost_per_success["estimate"] == math.inf
+    assert result.to_dict()["cost_per_success"]["estimate"] is None  # JSON has no infinity
     no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), [1], replicates=100)
     assert no_cost.cost_per_success is None
 
@@ -221,7 +233,8 @@ def test_cost_per_success_key_only_with_a_cost_column():
     no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), [1], replicates=100)
     assert "cost_per_success" not in no_cost.to_dict()
     costed = trials_frame({"a": [1], "b": [0]}, cost=[2.0, 1.0])
-    assert evalstats.analyze(costed, [1], replicates=100).to_dict()["cost_per_success"] == 3.0
+    out = evalstats.analyze(costed, [1], replicates=100).to_dict()["cost_per_success"]
+    assert out["estimate"] == 3.0
 
 
 def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
@@ -305,9 +318,10 @@ def test_analysis_to_frame_is_one_row_of_to_dict():
     assert row["success_mean"].iat[0] == 0.75 and row["success_se"].iat[0] == pytest.approx(0.25)
     assert row["pass_hat_k_2_estimate"].iat[0] == 0.5
     assert row["pass_at_k_2_excluded_tasks"].iat[0] == 0
-    assert row["cost_per_success"].iat[0] == 1.0
+    assert row["cost_per_success_estimate"].iat[0] == 1.0
     assert row["steps_plan_steps"].iat[0] == 4 and row["steps_plan_feasible"].iat[0]
-    assert row["bootstrap_replicates"].iat[0] == 100 and row["bootstrap_interval"].iat[0] == "bca"
+    assert row["interval_method"].iat[0] == "jeffreys"
+    assert row["metrics_steps_mean"].iat[0] == 4.0
     # every number of to_dict is in the row, under its joined key ("ci" split in low, high)
     flat = {}
 
@@ -320,10 +334,16 @@ def test_analysis_to_frame_is_one_row_of_to_dict():
         else:
             flat[prefix] = value
 
-    walk("", result.to_dict())
+    record = result.to_dict()
+    del record["per_task"]  # a table of its own: result.per_task
+    record["ignored_columns"] = ", ".join(record["ignored_columns"])
+    walk("", record)
     assert list(row.columns) == list(flat)
     for key, value in flat.items():
-        assert row[key].iat[0] == value, key
+        if value is None:  # undefined: NaN in the frame
+            assert math.isnan(row[key].iat[0]), key
+        else:
+            assert row[key].iat[0] == value, key
     # undefined numbers are NaN in the frame (None in JSON); no success: infinite cost
     with pytest.warns(TrialDataWarning, match="only one task"):
         lonely = evalstats.analyze(
@@ -331,8 +351,8 @@ def test_analysis_to_frame_is_one_row_of_to_dict():
         )
     one = lonely.to_frame()
     assert math.isnan(one["success_se"].iat[0]) and math.isnan(one["pass_at_k_1_ci_low"].iat[0])
-    assert one["cost_per_success"].iat[0] == math.inf
-    assert lonely.to_dict()["cost_per_success"] is None
+    assert one["cost_per_success_estimate"].iat[0] == math.inf
+    assert lonely.to_dict()["cost_per_success"]["estimate"] is None
     # rows of several analyses stack into one table
     both = pd.concat([row, result.to_frame()], ignore_index=True)
     assert both.shape == (2, row.shape[1])
@@ -416,9 +436,9 @@ def test_bootstrap_matches_the_slow_reference(unequal, interval):
 def test_bootstrap_is_seeded_and_chunking_does_not_matter():
     rng = np.random.default_rng(3)
     tasks = pd.DataFrame({"trials": np.full(30, 5), "successes": rng.integers(0, 6, 30)})
-    first = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=5)
-    again = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=5)
-    other = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=6)
+    first = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=5, interval="bca")
+    again = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=5, interval="bca")
+    other = evalstats.pass_k(tasks, [1, 3], replicates=400, seed=6, interval="bca")
     pd.testing.assert_frame_equal(first, again)
     assert not first["ci_low"].equals(other["ci_low"])
     # many small chunks give the same replicate means (the draws are the same stream)
@@ -612,7 +632,11 @@ def test_compare_by_hand():
     )
     result = evalstats.compare(baseline, candidate)
     d = np.array([0.2, 0.4, 0.0, 0.2])
-    se = d.std(ddof=1) / 2
+    paired_se = d.std(ddof=1) / 2  # the paired t-test's: 0.0816
+    # the binomial noise within tasks, p(1-p)/n per task and eval, summed over tasks / T^2:
+    # (.125 + 0 + 0 + .125) + (.021 + .048 + 0 + .021) = 0.34, / 16 -> se 0.1458 > 0.0816
+    within = (0.25 / 2 * 2 + 0.21 / 10 * 2 + 0.24 / 5) / 16
+    se = math.sqrt(max(paired_se**2, within))
     t_stat = d.mean() / se
     assert result.tasks == 4
     assert result.baseline == pytest.approx(0.5) and result.candidate == pytest.approx(0.7)
@@ -620,13 +644,14 @@ def test_compare_by_hand():
     t975_df3 = 3.182446305284263
     assert result.ci == pytest.approx((0.2 - t975_df3 * se, 0.2 + t975_df3 * se))
     assert result.p_value == pytest.approx(2 * stats.t.sf(t_stat, 3))
-    assert result.p_value == pytest.approx(0.0917, abs=5e-4)  # t = 2.449, 3 df, from tables
     out = result.to_dict()
-    assert set(out) == {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"}
+    assert {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"} <= set(out)
+    assert out["quantities"]["success"]["difference"] == pytest.approx(0.2)
+    assert out["tested"] == 1 and out["quantities"]["success"]["p_holm"] == out["p_value"]
     assert json.loads(json.dumps(out)) == out
     assert list(result.per_task.columns) == ["baseline", "candidate", "difference"]
     frame = result.to_frame()
-    assert list(frame.columns) == [
+    assert list(frame.columns)[:8] == [
         "tasks", "baseline", "candidate", "difference", "se", "ci_low", "ci_high", "p_value"
     ]
     assert len(frame) == 1 and frame["tasks"].iat[0] == 4
@@ -650,13 +675,19 @@ def test_compare_warns_about_unshared_tasks_and_uses_the_shared_ones():
 def test_compare_degenerate_differences():
     same = trials_frame({"a": [1, 0], "b": [0, 0], "c": [1, 1]})
     result = evalstats.compare(same, same)
-    assert result.difference == 0 and result.se == 0 and result.p_value == 1.0
-    assert result.ci == (0.0, 0.0)
+    # no difference, but the trials' noise remains: (.25/2 + .25/2) / 9 -> se 1/6
+    assert result.difference == 0 and result.se == pytest.approx(1 / 6)
+    assert result.p_value == 1.0 and result.ci[0] < 0 < result.ci[1]
     lower = trials_frame({"a": [1, 0], "b": [1, 0], "c": [1, 0]})
     shifted = trials_frame({"a": [1, 1], "b": [1, 1], "c": [1, 1]})
-    constant = evalstats.compare(lower, shifted)  # every task +0.5: no spread, no doubt
-    assert constant.difference == pytest.approx(0.5) and constant.se == 0
-    assert constant.p_value == 0.0 and constant.ci == pytest.approx((0.5, 0.5))
+    constant = evalstats.compare(lower, shifted)  # every task +0.5: no spread between tasks,
+    # but two trials a task cannot pin a rate: the interval keeps the binomial width
+    assert constant.difference == pytest.approx(0.5)
+    assert constant.se == pytest.approx(math.sqrt(3 * 0.125 / 9))
+    assert constant.ci[0] < 0.5 < constant.ci[1] <= 1.0  # and it stays inside [-1, 1]
+    certain = trials_frame({"a": [1, 1], "b": [1, 1], "c": [1, 1]})
+    nothing = evalstats.compare(certain, certain)  # all certain: nothing to doubt
+    assert nothing.se == 0 and nothing.ci == (0.0, 0.0) and nothing.p_value == 1.0
     mixed = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 1]})  # +0.5, 0, +0.5
     assert 0 < evalstats.compare(lower, mixed).p_value < 1
 
@@ -680,8 +711,9 @@ def test_tasks_needed_known_values():
     z995, z90 = 2.5758293035489004, 1.2815515655446004
     expected = math.ceil((z995 + z90) ** 2 * (0.25 + 0.24) / 0.01)
     assert evalstats.tasks_needed(0.1, 0.5, alpha=0.01, power=0.9) == expected
-    # nothing to estimate when both rates are certain: one task is enough
-    assert evalstats.tasks_needed(1.0, 0.0) == 1
+    # nothing to estimate when both rates are certain: the two tasks a paired test needs
+    assert evalstats.tasks_needed(1.0, 0.0) == 2
+    assert evalstats.tasks_needed(0.5, 0.5) >= 2
 
 
 def test_minimum_detectable_effect_inverts_tasks_needed():
@@ -704,9 +736,11 @@ def test_minimum_detectable_effect_inverts_tasks_needed():
         )
     # the lesson: with 100 tasks, a 3-point difference is within the noise
     assert evalstats.minimum_detectable_effect(100, 0.7) > 0.03
-    # no gain up to 100% is detectable from one task at 99%
-    assert evalstats.minimum_detectable_effect(1, 0.99) is None
+    # no gain up to 100% is detectable from two tasks at 99%
+    assert evalstats.minimum_detectable_effect(2, 0.99) is None
     assert evalstats.minimum_detectable_effect(10, 1.0) is None
+    with pytest.raises(RelsimError, match=r"^tasks: must be an integer >= 2"):
+        evalstats.minimum_detectable_effect(1, 0.5)  # compare refuses one task: so does this
 
 
 def test_power_formula_delivers_its_power_in_simulation():

@@ -36,7 +36,8 @@ def test_read_csv_with_booleans_blank_lines_and_extra_columns(tmp_path):
     assert frame["task"].tolist() == ["a", "a", "b", "b"]
     assert frame["success"].tolist() == [1, 0, 0, 1]
     assert frame["line"].tolist() == [2, 4, 5, 6]  # the blank line 3 is skipped
-    assert "notes" not in frame
+    assert frame["notes"].tolist() == ["x", "y", "", "z"]  # kept as text, reported as such
+    assert frame.attrs["relsim_text"] == ["notes"] and frame.attrs["relsim_metrics"] == []
 
 
 def test_read_jsonl_and_threshold(tmp_path):
@@ -63,7 +64,9 @@ def test_file_and_dataframe_give_the_same_analysis(tmp_path):
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
     from_file = evalstats.analyze(path, [2], replicates=100, seed=3).to_dict()
-    assert from_file == evalstats.analyze(frame, [2], replicates=100, seed=3).to_dict()
+    from_frame = evalstats.analyze(frame, [2], replicates=100, seed=3).to_dict()
+    assert from_file.pop("source") == str(path) and from_frame.pop("source") == "trials"
+    assert from_file == from_frame
 
 
 BAD_FILES = [
@@ -143,7 +146,7 @@ BAD_FILES = [
     (
         "zerosteps.csv",
         "task,trial,success,steps\na,1,1,0\n",
-        r" line 2: steps: must be a number > 0, got '0'$",
+        r" line 2: steps: must be a number in \(0, 100000\], got '0'$",
     ),
     (
         "ragged.csv",
@@ -253,7 +256,7 @@ def test_bad_arguments_name_the_argument_and_range():
         ),
         (
             lambda: evalstats.analyze(frame, [1], interval="normal"),
-            r"interval: must be one of bca, percentile, got 'normal'",
+            r"interval: must be one of jeffreys, bca, percentile, got 'normal'",
         ),
         (lambda: evalstats.analyze(frame, [1], target=0), r"target: must be in \(0, 1\], got 0"),
         (
@@ -305,7 +308,7 @@ def test_bad_arguments_name_the_argument_and_range():
         ),
         (
             lambda: evalstats.minimum_detectable_effect(0, 0.5),
-            r"tasks: must be an integer >= 1, got 0",
+            r"tasks: must be an integer >= 2 \(a paired comparison needs two\), got 0",
         ),
     ]
     for call, message in cases:

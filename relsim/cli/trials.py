@@ -43,8 +43,13 @@ replicates_count = _args.ranged(
 
 _INPUT_HELP = (
     "CSV or JSONL (.jsonl), one row per trial: columns task, trial, success (0/1 or "
-    "true/false), optional cost, steps"
+    "true/false), optional cost, steps, category and any numeric columns; or an Inspect eval "
+    "log (.eval, .json, or a log directory; needs pip install 'agent-relsim[inspect]')"
 )
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def add_parser(subparsers) -> None:
@@ -52,10 +57,13 @@ def add_parser(subparsers) -> None:
         "analyze",
         help="success, pass@k and pass^k of real trials, with clustered error bars",
         description=(
-            "Success rate (mean over tasks, clustered standard error, t interval), pass@k and "
-            "pass^k (mean over tasks with at least k trials of the unbiased per-task "
-            "estimators, cluster-bootstrap BCa intervals), cost per success, and the "
-            "per-step success implied by a steps column with what `relsim solve` plans from it."
+            "Success rate and pass@k / pass^k (means over tasks of the unbiased per-task "
+            "estimators; intervals clustered by task that count the trials within tasks, stay "
+            "in [0, 1] and never collapse), per task with --per-task; every numeric column "
+            "(mean per trial and per successful trial), rates between columns, cost per "
+            "success, failure categories, and the per-step success implied by a steps column "
+            "with what `relsim solve` plans from it. --report writes it all as HTML or "
+            "Markdown."
         ),
     )
     analyze.add_argument("trials", metavar="TRIALS", help=_INPUT_HELP)
@@ -78,9 +86,43 @@ def add_parser(subparsers) -> None:
     )
     analyze.add_argument(
         "--interval",
-        choices=("bca", "percentile"),
-        default="bca",
-        help="bootstrap interval: bias-corrected and accelerated (default) or percentile",
+        choices=("jeffreys", "bca", "percentile"),
+        default="jeffreys",
+        help="pass@k/pass^k interval: Jeffreys on effective counts (default), or a cluster "
+        "bootstrap over tasks (bca, percentile: these see only the spread between tasks)",
+    )
+    analyze.add_argument(
+        "--per-task", action="store_true", help="print each task's p, pass@k and pass^k"
+    )
+    analyze.add_argument(
+        "--rate",
+        action="append",
+        default=[],
+        metavar="A/B",
+        help="a rate between two numeric columns, such as tool_errors/steps (repeatable)",
+    )
+    analyze.add_argument(
+        "--category",
+        default=None,
+        metavar="COLUMN",
+        help="column of failure categories (default: category, when present)",
+    )
+    analyze.add_argument(
+        "--infra-categories",
+        type=_names,
+        default=["infra", "timeout"],
+        metavar="NAME[,NAME...]",
+        help="categories whose name contains one of these words are infrastructure noise "
+        "(default infra,timeout)",
+    )
+    analyze.add_argument(
+        "--scorer", default=None, help="Inspect logs: the scorer whose value is success"
+    )
+    analyze.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="write the harness report: FILE.html (self-contained) or FILE.md",
     )
     analyze.add_argument(
         "--threshold",
@@ -101,9 +143,10 @@ def add_parser(subparsers) -> None:
         "compare",
         help="paired comparison of two evals on their shared tasks",
         description=(
-            "Paired per-task comparison of success rates on the tasks both files share: "
-            "difference (candidate - baseline), its standard error, t interval and two-sided "
-            "paired t-test p-value."
+            "Paired per-task comparison on the tasks both files share, of success, pass@k, "
+            "pass^k, cost per success and every numeric column both have: difference "
+            "(candidate - baseline), standard error, t interval and two-sided paired t-test "
+            "p-value, with Holm's adjustment for the number of quantities tested."
         ),
     )
     compare.add_argument("baseline", metavar="BASELINE", help=_INPUT_HELP)
@@ -113,6 +156,22 @@ def add_parser(subparsers) -> None:
         type=finite_float,
         default=None,
         help="success is a numeric score; a trial succeeds when score >= THRESHOLD",
+    )
+    compare.add_argument(
+        "--k",
+        type=int_list,
+        default=None,
+        metavar="K[,K...]",
+        help="k for pass@k and pass^k (default 1,3,5, those within both evals' trial counts)",
+    )
+    compare.add_argument(
+        "--scorer", default=None, help="Inspect logs: the scorer whose value is success"
+    )
+    compare.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="write the comparison report: FILE.html (self-contained) or FILE.md",
     )
     compare.add_argument("--json", action="store_true", help="print one JSON object")
     compare.set_defaults(run=run_compare)
@@ -182,6 +241,19 @@ def _value(value, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _number(value, digits: int = 4) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}g}"
+
+
+def _range(pair, digits: int = 4) -> str:
+    low, high = pair
+    if low is None or high is None:
+        return "[n/a]"
+    return f"[{low:.{digits}g}, {high:.{digits}g}]"
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
@@ -191,14 +263,28 @@ def run_analyze(args: argparse.Namespace) -> int:
         args.trials,
         args.k,
         threshold=args.threshold,
+        scorer=args.scorer,
         seed=args.seed,
         replicates=replicates,
         interval=args.interval,
         target=args.target,
+        rates=args.rate,
+        category=args.category,
+        infra_categories=args.infra_categories,
     )
     _warn(result.warnings)
+    if args.interval == "jeffreys" and (args.replicates is not None or args.seed != 0):
+        _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
+               "percentile); the default jeffreys interval draws nothing"])
+    written = None
+    if args.report:
+        from relsim.evalstats.report import write_report
+
+        written = write_report(result, args.report)
     out = result.to_dict()
     if args.json:
+        if written:
+            out["report"] = [str(path) for path in written]
         print_json(out)
         return EXIT_OK
 
@@ -206,18 +292,68 @@ def run_analyze(args: argparse.Namespace) -> int:
     print(f"{args.trials}: {out['tasks']} tasks, {out['trials']} trials")
     print(
         f"success      {_value(success['mean'])}  se {_value(success['se'])}  "
-        f"95% CI {_interval(*success['ci'])}   (mean over tasks, clustered se, t interval)"
+        f"95% CI {_interval(*success['ci'])}   (mean over tasks; = pass@1)"
     )
     print(f"{'':12} {'estimate':>8}  {'95% CI':<18}  excluded tasks")
     for metric, label in (("pass_at_k", "pass@"), ("pass_hat_k", "pass^")):
         for k, row in out[metric].items():
+            if k == "1":
+                continue  # the success line
             print(
                 f"{label + k:<12} {_value(row['estimate']):>8}  {_interval(*row['ci']):<18}  "
                 f"{row['excluded_tasks']}"
             )
-    if result.cost_per_success is not None:
+    if args.per_task:
+        ks = list(out["pass_at_k"])
+        head = "".join(f"  {'pass@' + k:>8}" for k in ks if k != "1") + "".join(
+            f"  {'pass^' + k:>8}" for k in ks if k != "1"
+        )
+        print(f"\nper task (sorted by p)\n{'task':<16} {'trials':>6} {'succ':>5} {'p':>7}{head}")
+        for row in sorted(out["per_task"], key=lambda r: (r["p"], r["task"])):
+            cells = "".join(
+                f"  {_value(row['pass_at_k'][k]):>8}" for k in ks if k != "1"
+            ) + "".join(f"  {_value(row['pass_hat_k'][k]):>8}" for k in ks if k != "1")
+            print(
+                f"{row['task'][:16]:<16} {row['trials']:>6} {row['successes']:>5} "
+                f"{row['p']:>7.3f}{cells}"
+            )
+    if out["metrics"]:
+        print(f"\n{'metric':<16} {'per trial':>10}  {'95% CI':<22} {'per success':>11}  95% CI")
+        for name, value in out["metrics"].items():
+            print(
+                f"{name[:16]:<16} {_number(value['mean']):>10}  {_range(value['ci']):<22} "
+                f"{_number(value['mean_success']):>11}  {_range(value['ci_success'])}"
+            )
+    for name, value in out["rates"].items():
+        print(f"rate {name:<11} {_number(value['estimate']):>10}  {_range(value['ci'])}")
+    if "cost_per_success" in out:
         cost = out["cost_per_success"]
-        print(f"cost per success  {'infinite (no success)' if cost is None else f'{cost:.6g}'}")
+        shown = (
+            "infinite (no success)"
+            if cost["estimate"] is None
+            else f"{cost['estimate']:.6g}  95% CI {_range(cost['ci'])}"
+        )
+        print(f"cost per success  {shown}")
+    if "categories" in out:
+        print(f"\n{'failure category':<20} {'count':>5} {'share':>7}  {'95% CI':<18}  tasks")
+        for name, value in out["categories"].items():
+            tasks = ", ".join(value["tasks"][:6]) + (", ..." if len(value["tasks"]) > 6 else "")
+            print(
+                f"{name[:20]:<20} {value['count']:>5} {value['share']:>7.3f}  "
+                f"{_interval(*value['ci']):<18}  {tasks}"
+            )
+    if "infrastructure" in out:
+        infra = out["infrastructure"]
+        print(
+            f"infrastructure ({', '.join(infra['categories'])}): {infra['trials']} failed "
+            f"trial{'' if infra['trials'] == 1 else 's'} left out -> success "
+            f"{_value(infra['success']['mean'])} 95% CI "
+            f"{_interval(*infra['success']['ci'])} over {infra['tasks']} tasks"
+        )
+    if out["ignored_columns"]:
+        print(f"ignored (not numeric): {', '.join(out['ignored_columns'])}")
+    if "errors" in out:
+        print(f"errored samples (not counted as failures): {out['errors']['count']}")
     if result.steps is not None:
         steps, plan = out["steps"], out["steps"]["plan"]
         print(
@@ -233,30 +369,62 @@ def run_analyze(args: argparse.Namespace) -> int:
         else:
             outcome = f"no retry budget reaches {plan['target']:g}"
         print(f"plan         {plan['command']}: {outcome}")
-    boot = out["bootstrap"]
-    print(
-        f"pass@k/pass^k intervals: cluster bootstrap over tasks ({boot['interval']}), "
-        f"{boot['replicates']} replicates, seed {boot['seed']}"
-    )
+    method = out["interval"]
+    if method["method"] == "jeffreys":
+        print(
+            "intervals: 95%, clustered by task with the binomial floor, Jeffreys on effective "
+            "counts (success, pass@k, pass^k); ratio intervals for metrics"
+        )
+    else:
+        print(
+            f"pass@k/pass^k intervals: cluster bootstrap over tasks ({method['method']}), "
+            f"{method['replicates']} replicates, seed {method['seed']}"
+        )
+    for path in written or ():
+        print(f"report written: {path}")
     return EXIT_OK
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
-    result = _quietly(evalstats.compare, args.baseline, args.candidate, threshold=args.threshold)
+    result = _quietly(
+        evalstats.compare,
+        args.baseline,
+        args.candidate,
+        k=args.k,
+        threshold=args.threshold,
+        scorer=args.scorer,
+    )
     _warn(result.warnings)
+    written = None
+    if args.report:
+        from relsim.evalstats.report import write_report
+
+        written = write_report(result, args.report)
     out = result.to_dict()
     if args.json:
+        if written:
+            out["report"] = [str(path) for path in written]
         print_json(out)
         return EXIT_OK
-    print(f"{out['tasks']} shared tasks (paired per-task success rates)")
-    print(f"baseline     {out['baseline']:.4f}  ({args.baseline})")
-    print(f"candidate    {out['candidate']:.4f}  ({args.candidate})")
+    print(f"{out['tasks']} shared tasks, paired by task: {args.baseline} -> {args.candidate}")
     print(
-        f"difference   {out['difference']:+.4f}  se {out['se']:.4f}  "
-        f"95% CI {_interval(*out['ci'])}  p = {out['p_value']:.4g} (paired t-test)"
+        f"{'quantity':<18} {'baseline':>9} {'candidate':>9} {'difference':>10}  "
+        f"{'95% CI':<22} {'p':>8} {'p (Holm)':>9}"
     )
+    for name, value in out["quantities"].items():
+        print(
+            f"{name[:18]:<18} {_number(value['baseline']):>9} {_number(value['candidate']):>9} "
+            f"{_number(value['difference']):>10}  {_range(value['ci']):<22} "
+            f"{_number(value['p_value'], 3):>8} {_number(value['p_holm'], 3):>9}"
+        )
+    print(
+        f"{out['tested']} quantities tested: read p (Holm) when judging them together; "
+        "paired t-tests over tasks"
+    )
+    for path in written or ():
+        print(f"report written: {path}")
     return EXIT_OK
 
 
@@ -310,8 +478,8 @@ def run_power(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"minimum detectable gain with {args.tasks} tasks: {mde:.4f} "
-            f"({args.baseline:g} -> {args.baseline + mde:.4f}) with power {args.power:g} at "
+            f"minimum detectable gain with {args.tasks} tasks: {mde:.4g} "
+            f"({args.baseline:g} -> {args.baseline + mde:.6g}) with power {args.power:g} at "
             f"alpha {args.alpha:g}, {args.trials_per_task} trial(s) per task"
         )
     return EXIT_OK if mde is not None else EXIT_INFEASIBLE

@@ -1,12 +1,15 @@
 """Estimators and intervals for real trial data: pass@k, pass^k, paired comparisons, power.
 
 An eval is a table of trials, one row per run of the agent on a task: ``task``, ``trial``,
-``success`` and optionally ``cost`` and ``steps``. Trials of one task are correlated (a hard
-task is hard every time), so every standard error and interval here treats the **task** as the
-unit of sampling: the success rate is averaged over tasks, its standard error is the spread of
-the per-task rates (the clustered standard error of Miller 2024, "Adding Error Bars to Evals",
-in its per-task form), and the pass@k / pass^k intervals come from a bootstrap that resamples
-whole tasks.
+``success`` and optionally ``cost``, ``steps``, a failure ``category`` and any numeric column
+(or an Inspect eval log, read by :func:`read_inspect_log`). Trials of one task are correlated
+(a hard task is hard every time), so every standard error and interval here treats the
+**task** as the unit of sampling: the success rate is averaged over tasks, its standard error
+is the spread of the per-task values (the clustered standard error of Miller 2024, "Adding
+Error Bars to Evals", in its per-task form), never taken below the binomial noise of the
+trials, and the intervals of success, pass@k and pass^k are Jeffreys intervals on effective
+counts (:func:`relsim.intervals.effective_count_interval`): inside [0, 1], never of zero
+width, with coverage measured in ``tests/test_coverage.py``.
 
 Conventions
 -----------
@@ -17,7 +20,8 @@ Conventions
   (:func:`relsim.formulas.pass_at_k_estimate`, :func:`relsim.formulas.pass_hat_k_estimate`);
   tasks with fewer than ``k`` trials are excluded and counted in ``excluded_tasks``, and a
   warning says so whenever the counts differ.
-- **Bootstrap**: ``replicates`` (default 2000) resamples of the tasks with replacement, drawn
+- **Bootstrap** (``interval="bca"`` or ``"percentile"``, on request): ``replicates``
+  (default 2000) resamples of the tasks with replacement, drawn
   from ``numpy.random.default_rng(seed)``; each replicate recomputes the whole estimate (mean
   over the resampled tasks that have ``n_i >= k``). The interval is the BCa interval of the
   replicates (bias-corrected and accelerated), or on request the plain percentile interval,
@@ -30,10 +34,12 @@ Conventions
   column) and :class:`relsim.errors.RelsimError` for an argument, both in the one format
   ``<where>: <key>: must be <allowed>, got <value>``.
 
-The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``estimators``
-(per-task table, success mean, pass@k and pass^k), ``bootstrap`` (the cluster bootstrap; its
-intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`), ``comparison``
-(:func:`compare`) and ``power``. Results are pandas objects or frozen result objects with
+The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``inspect_logs``
+(Inspect eval logs), ``estimators`` (per-task table, success mean, pass@k and pass^k),
+``metrics`` (metric columns, rates, cost per success, failure categories), ``bootstrap``
+(the cluster bootstrap; its intervals live in :mod:`relsim.intervals`), ``analysis``
+(:func:`analyze`), ``comparison`` (:func:`compare`), ``power`` and ``report`` (the harness
+report, HTML or Markdown). Results are pandas objects or frozen result objects with
 ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
 scipy are imported inside the functions that use them.
 """
@@ -45,14 +51,27 @@ from relsim.evalstats.analysis import DEFAULT_KS, TrialAnalysis, analyze
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
 from relsim.evalstats.comparison import Comparison, compare
 from relsim.evalstats.estimators import pass_k, per_task, success_rate
-from relsim.evalstats.power import minimum_detectable_effect, tasks_needed
-from relsim.evalstats.readers import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, read_trials
+from relsim.evalstats.inspect_logs import read_inspect_log
+from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
+from relsim.evalstats.power import MIN_TASKS, minimum_detectable_effect, tasks_needed
+from relsim.evalstats.readers import (
+    MAX_FILE_BYTES,
+    MAX_STEPS,
+    OPTIONAL_COLUMNS,
+    REQUIRED_COLUMNS,
+    read_trials,
+)
+from relsim.evalstats.report import write_report
 
 __all__ = [
+    "DEFAULT_INFRA_CATEGORIES",
     "DEFAULT_KS",
     "DEFAULT_REPLICATES",
     "INTERVALS",
+    "MAX_FILE_BYTES",
+    "MAX_STEPS",
     "MIN_REPLICATES",
+    "MIN_TASKS",
     "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS",
     "Comparison",
@@ -64,7 +83,9 @@ __all__ = [
     "minimum_detectable_effect",
     "pass_k",
     "per_task",
+    "read_inspect_log",
     "read_trials",
     "success_rate",
     "tasks_needed",
+    "write_report",
 ]

@@ -13,8 +13,9 @@ import numpy as np
 from relsim.errors import invalid
 from relsim.evalstats._common import TrialDataWarning, is_real, one_row
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES
-from relsim.evalstats.estimators import pass_k_table, per_task, success_rate
-from relsim.evalstats.readers import trials_frame
+from relsim.evalstats.estimators import check_ks, counts, pass_k_table, per_task, task_values
+from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
+from relsim.evalstats.readers import load_trials
 from relsim.results import jsonable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,22 +29,40 @@ DEFAULT_KS = (1, 3, 5)
 
 @dataclass(frozen=True, eq=False)  # holds DataFrames: compare .to_dict() instead
 class TrialAnalysis:
-    """What a table of trials says: success with its clustered error, pass@k, pass^k, cost.
+    """What a table of trials says: success, pass@k, pass^k, per task, metrics, categories.
 
     Attributes
     ----------
     tasks, trials : int
-        Number of tasks and of trials.
+        Number of tasks and of trials (errored Inspect samples are not trials).
     success : pandas.Series
-        From :func:`success_rate`: ``mean``, ``se``, ``ci_low``, ``ci_high``.
+        ``mean``, ``se``, ``ci_low``, ``ci_high``: the pass@1 row of :attr:`pass_k` (the same
+        estimator, so one interval), whatever ``k`` were asked for.
     pass_k : pandas.DataFrame
         From :func:`pass_k`, indexed by (metric, k).
     per_task : pandas.DataFrame
-        From :func:`per_task`.
-    cost_per_success : float or None
-        Total cost / total successes (infinite with no success); None without a ``cost``
-        column. In :meth:`to_dict` the key is left out without a ``cost`` column and is
-        None (JSON null) only when there is no success.
+        From :func:`per_task`, plus ``pass_at_k_<k>`` and ``pass_hat_k_<k>`` for each k (the
+        unbiased per-task estimates, NaN where the task has fewer than k trials).
+    metrics : dict
+        For each numeric column other than task, trial and success: ``mean`` (per trial),
+        ``ci``, ``mean_success`` (per successful trial), ``ci_success`` (and ``se``,
+        ``se_success``, ``trials``), from :func:`relsim.evalstats.metrics.metric_summary`.
+    rates : dict
+        For each requested ``"a/b"``: ``estimate``, ``se``, ``ci``.
+    cost_per_success : dict or None
+        ``estimate`` (total cost / total successes; infinite with no success), ``se``,
+        ``ci``; None without a ``cost`` column.
+    categories : dict or None
+        With a category column: for each failure category, ``count``, ``share`` of failures,
+        ``ci``, ``tasks`` (sorted by count, most first).
+    infrastructure : dict or None
+        When failures fall in infrastructure categories: ``categories``, ``trials`` (left
+        out), ``tasks`` (left), and ``success`` (``mean``, ``se``, ``ci``) without them.
+    ignored_columns : tuple of str
+        Columns that are neither numeric nor the category column, ignored by name.
+    errors : dict or None
+        Inspect logs: samples that errored (``count`` and the first ``samples``), reported
+        apart and not counted as failures.
     steps : dict or None
         With a ``steps`` column: ``mean`` (mean over tasks of each task's mean steps),
         ``per_step_success`` (``success.mean ** (1 / plan["steps"])``, with ``plan["steps"]``
@@ -52,7 +71,9 @@ class TrialAnalysis:
         nearest integer (halves up, at least 1) (``steps``, ``target``,
         ``required_step_success``, ``retries``, ``success``, ``feasible``, ``command``).
     replicates, seed, confidence, interval
-        The bootstrap's settings.
+        The interval's settings (``replicates`` and ``seed`` matter to the bootstrap ones).
+    source : str
+        What was read (a path, or ``"trials"`` for a DataFrame).
     warnings : tuple of str
         What was warned about (also issued as :class:`TrialDataWarning`).
     """
@@ -62,17 +83,45 @@ class TrialAnalysis:
     success: pd.Series
     pass_k: pd.DataFrame
     per_task: pd.DataFrame = field(repr=False)
-    cost_per_success: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    rates: dict[str, Any] = field(default_factory=dict)
+    cost_per_success: dict[str, Any] | None = None
+    categories: dict[str, Any] | None = None
+    infrastructure: dict[str, Any] | None = None
+    ignored_columns: tuple[str, ...] = ()
+    errors: dict[str, Any] | None = None
     steps: dict[str, Any] | None = None
     replicates: int = DEFAULT_REPLICATES
     seed: Any = 0
     confidence: float = 0.95
-    interval: str = "bca"
+    interval: str = "jeffreys"
+    source: str = "trials"
     warnings: tuple[str, ...] = ()
 
-    def _record(self) -> dict[str, Any]:
+    def per_task_records(self) -> list[dict[str, Any]]:
+        """The per-task table as ``[{task, trials, successes, p, pass_at_k: {k: v},
+        pass_hat_k: {k: v}}]`` in the order of the table."""
+        ks = [int(k) for k in self.pass_k.loc["pass_at_k"].index]
+        table = self.per_task
+        records = []
+        for position, task in enumerate(table.index):
+            row = table.iloc[position]
+            records.append(
+                {
+                    "task": str(task),
+                    "trials": int(row["trials"]),
+                    "successes": int(row["successes"]),
+                    "p": float(row["rate"]),
+                    "pass_at_k": {str(k): float(row[f"pass_at_k_{k}"]) for k in ks},
+                    "pass_hat_k": {str(k): float(row[f"pass_hat_k_{k}"]) for k in ks},
+                }
+            )
+        return records
+
+    def _record(self, *, per_task: bool = True) -> dict[str, Any]:
         """The fields of :meth:`to_dict`, with NaN and infinity as they are."""
         out: dict[str, Any] = {
+            "source": self.source,
             "tasks": self.tasks,
             "trials": self.trials,
             "success": {
@@ -86,70 +135,133 @@ class TrialAnalysis:
             out[metric] = {
                 str(k): {
                     "estimate": row["estimate"],
+                    "se": row["se"],
                     "ci": [row["ci_low"], row["ci_high"]],
                     "excluded_tasks": int(row["excluded_tasks"]),
                 }
                 for k, row in rows.iterrows()
             }
+        if per_task:
+            out["per_task"] = self.per_task_records()
+        out["metrics"] = {
+            name: {
+                "mean": value["mean"],
+                "ci": list(value["ci"]),
+                "mean_success": value["mean_success"],
+                "ci_success": list(value["ci_success"]),
+            }
+            for name, value in self.metrics.items()
+        }
+        out["rates"] = {
+            name: {"estimate": value["estimate"], "ci": list(value["ci"])}
+            for name, value in self.rates.items()
+        }
         if self.cost_per_success is not None:
-            out["cost_per_success"] = self.cost_per_success
+            out["cost_per_success"] = {
+                "estimate": self.cost_per_success["estimate"],
+                "ci": list(self.cost_per_success["ci"]),
+            }
+        if self.categories is not None:
+            out["categories"] = {
+                name: {**value, "ci": list(value["ci"])} for name, value in self.categories.items()
+            }
+        if self.infrastructure is not None:
+            out["infrastructure"] = self.infrastructure
+        out["ignored_columns"] = list(self.ignored_columns)
+        if self.errors is not None:
+            out["errors"] = self.errors
         if self.steps is not None:
             out["steps"] = self.steps
         seed = self.seed
         if not (seed is None or isinstance(seed, (int, np.integer))):
             seed = str(seed)  # a SeedSequence or Generator: shown, as JSON cannot hold it
-        out["bootstrap"] = {
-            "replicates": self.replicates,
-            "seed": seed,
+        out["interval"] = {
+            "method": self.interval,
             "confidence": self.confidence,
-            "interval": self.interval,
+            "replicates": self.replicates if self.interval != "jeffreys" else None,
+            "seed": seed if self.interval != "jeffreys" else None,
         }
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``relsim analyze --json`` (NaN and infinity become None).
 
-        ``cost_per_success`` is present only with a ``cost`` column, and None there only
-        when no trial succeeded.
+        ``cost_per_success`` is present only with a ``cost`` column, its ``estimate`` None
+        there only when no trial succeeded; ``categories`` only with a category column.
         """
         return jsonable(self._record())
 
     def to_frame(self) -> pd.DataFrame:
-        """A one-row DataFrame of :meth:`to_dict`'s fields, so analyses of several evals
-        concatenate: nested keys joined by ``_`` (``success_mean``, ``pass_at_k_3_ci_low``,
-        ``steps_plan_retries``, ``bootstrap_seed``), intervals split into ``_low`` and
-        ``_high``; undefined numbers are NaN and a cost per success without any success is
-        infinite. The per-task and per-k tables are :attr:`per_task` and :attr:`pass_k`.
+        """A one-row DataFrame of :meth:`to_dict`'s fields but the per-task list, so analyses
+        of several evals concatenate: nested keys joined by ``_`` (``success_mean``,
+        ``pass_at_k_3_ci_low``, ``metrics_steps_mean``, ``steps_plan_retries``), intervals
+        split into ``_low`` and ``_high``; undefined numbers are NaN and a cost per success
+        without any success is infinite. The per-task and per-k tables are :attr:`per_task`
+        and :attr:`pass_k`.
         """
-        return one_row(self._record())
+        record = self._record(per_task=False)
+        for key in ("ignored_columns",):
+            record[key] = ", ".join(record[key])
+        if "categories" in record:
+            record["categories"] = {
+                name: {**value, "tasks": ", ".join(value["tasks"])}
+                for name, value in record["categories"].items()
+            }
+        if "infrastructure" in record:
+            record["infrastructure"] = {
+                **record["infrastructure"],
+                "categories": ", ".join(record["infrastructure"]["categories"]),
+            }
+        if "errors" in record:
+            record["errors"] = {"count": record["errors"]["count"]}
+        return one_row(record)
 
 
 def analyze(
     trials: str | Path | pd.DataFrame,
     ks: Iterable[int] | None = None,
     *,
+    k: Iterable[int] | int | None = None,
     threshold: float | None = None,
+    scorer: str | None = None,
     seed: int | np.random.SeedSequence | None = 0,
     replicates: int = DEFAULT_REPLICATES,
     confidence: float = 0.95,
-    interval: str = "bca",
+    interval: str = "jeffreys",
     target: float = 0.95,
+    rates: Iterable[str] = (),
+    category: str | None = None,
+    infra_categories: Iterable[str] = DEFAULT_INFRA_CATEGORIES,
 ) -> TrialAnalysis:
-    r"""Analyze a table of trials: success, pass@k, pass^k, cost per success, implied step success.
+    r"""Analyze a table of trials: success, pass@k, pass^k per task and overall, metrics,
+    rates, cost per success, failure categories, implied step success.
 
     Parameters
     ----------
     trials : str, Path or pandas.DataFrame
-        A CSV/JSONL file or a DataFrame (see :func:`read_trials`).
-    ks : iterable of int, optional
-        The k for pass@k and pass^k, each in [1, max n_i]. Default: those of
-        :data:`DEFAULT_KS` not above the largest trial count.
+        A CSV/JSONL file or a DataFrame (see :func:`read_trials`), or an Inspect eval log
+        (a ``.eval`` or ``.json`` file, or a log directory; see :func:`read_inspect_log`).
+    ks, k : iterable of int, optional
+        The k for pass@k and pass^k, each in [1, max n_i] (``k`` is the same as ``ks``, as the
+        command line spells it; give one of them). Default: those of :data:`DEFAULT_KS` not
+        above the largest trial count.
     threshold : float, optional
         Numeric scores: success when ``score >= threshold``.
+    scorer : str, optional
+        Inspect logs: the scorer whose value is success (needed when there are several).
     seed, replicates, confidence, interval
-        The cluster bootstrap (:func:`pass_k`) and the interval level.
+        The interval level and method (see :func:`pass_k`; the seed and replicates matter to
+        the bootstrap methods only).
     target : float
         In (0, 1]: the end-to-end target for the plan drawn from ``steps``.
+    rates : iterable of str
+        Rates between numeric columns, each ``"a/b"`` (such as ``"tool_errors/steps"``).
+    category : str, optional
+        The column naming each failed trial's category; default ``category`` when present.
+    infra_categories : iterable of str
+        Words naming infrastructure noise rather than the agent's failures: a category
+        whose name contains one of them (case-insensitive; ``env_timeout`` for ``timeout``)
+        is infrastructure, and success is also reported without those trials.
 
     Returns
     -------
@@ -174,29 +286,86 @@ def analyze(
     >>> import pandas as pd
     >>> trials = pd.DataFrame({"task": list("aaabbb"), "trial": [1, 2, 3] * 2,
     ...                        "success": [1, 0, 0, 1, 1, 1]})
-    >>> result = analyze(trials, [1, 2], replicates=200)
+    >>> result = analyze(trials, [1, 2])
     >>> round(result.to_dict()["pass_hat_k"]["2"]["estimate"], 6)  # (0 + 1) / 2
     0.5
     """
-    frame = trials_frame(trials, threshold)
+    import pandas as pd
+
+    from relsim.evalstats import metrics as metric_tools
+
+    if k is not None:
+        if ks is not None:
+            raise invalid("k", "given once (k and ks are the same argument)", k)
+        ks = [k] if isinstance(k, (int, np.integer)) else k
+    frame = load_trials(trials, threshold, scorer)
     if not (is_real(target) and 0.0 < target <= 1.0):
         raise invalid("target", "in (0, 1]", target)
     tasks = per_task(frame)
     largest = int(tasks["trials"].max())
     if ks is None:
-        ks = [k for k in DEFAULT_KS if k <= largest] or [1]
+        ks = [value for value in DEFAULT_KS if value <= largest] or [1]
+    ks = check_ks(ks, largest)
+    with_one = sorted(set(ks) | {1})
     table, messages = pass_k_table(
-        tasks, ks, replicates=replicates, seed=seed, confidence=confidence, interval=interval
+        tasks, with_one, replicates=replicates, seed=seed, confidence=confidence,
+        interval=interval,
     )
-    success = success_rate(tasks, confidence=confidence)
+    first = table.loc[("pass_at_k", 1)]
+    success = pd.Series(
+        {"mean": first["estimate"], "se": first["se"], "ci_low": first["ci_low"],
+         "ci_high": first["ci_high"]},
+        dtype=float,
+    )
+    if 1 not in ks:
+        table = table.drop(index=[("pass_at_k", 1), ("pass_hat_k", 1)])
+    n, c = counts(tasks)
+    values = task_values(n, c, ks)
+    for column, value in enumerate(ks):
+        tasks[f"pass_at_k_{value}"] = values[:, column]
+    for column, value in enumerate(ks):
+        tasks[f"pass_hat_k_{value}"] = values[:, len(ks) + column]
     if len(tasks) < 2:
         messages.append("only one task: the standard error and intervals need at least two")
 
-    cost_per_success = None
+    codes, _ = pd.factorize(frame["task"], sort=False)
+    count_tasks = len(tasks)
+    metric_names = list(frame.attrs.get("relsim_metrics", []))
+    metrics = {
+        name: metric_tools.metric_summary(frame, codes, count_tasks, name, confidence)
+        for name in metric_names
+    }
+    rate_values = {
+        spec: metric_tools.rate(frame, codes, count_tasks, spec, confidence)
+        for spec in dict.fromkeys(rates)
+    }
+    cost = None
     if "cost" in frame:
-        successes = int(frame["success"].sum())
-        total = float(frame["cost"].sum())
-        cost_per_success = total / successes if successes else math.inf
+        cost = metric_tools.cost_per_success(frame, codes, count_tasks, confidence)
+
+    text_columns = list(frame.attrs.get("relsim_text", []))
+    chosen = _category_column(category, text_columns, metric_names)
+    found = infrastructure = None
+    if chosen is not None:
+        found = metric_tools.categories(frame, codes, tasks.index, chosen, confidence)
+        infrastructure, note = _without_infrastructure(
+            frame, chosen, infra_categories, confidence
+        )
+        if note:
+            messages.append(note)
+    ignored = tuple(
+        [name for name in text_columns if name != chosen]
+        + list(frame.attrs.get("relsim_ignored", []))
+    )
+
+    errors = None
+    errored = frame.attrs.get("relsim_errors")
+    if errored:
+        errors = {"count": len(errored), "samples": list(errored[:20])}
+        messages.append(
+            f"{len(errored)} sample{'s' if len(errored) > 1 else ''} errored (the eval "
+            "itself failed, not the agent): left out of every number, not counted as failures"
+        )
 
     steps = None
     if "steps" in frame:
@@ -214,14 +383,81 @@ def analyze(
         success=success,
         pass_k=table,
         per_task=tasks,
-        cost_per_success=cost_per_success,
+        metrics=metrics,
+        rates=rate_values,
+        cost_per_success=cost,
+        categories=found,
+        infrastructure=infrastructure,
+        ignored_columns=ignored,
+        errors=errors,
         steps=steps,
         replicates=int(replicates),
         seed=seed,
         confidence=float(confidence),
         interval=interval,
+        source=str(frame.attrs.get("relsim_source", "trials")),
         warnings=tuple(messages),
     )
+
+
+def _category_column(
+    category: str | None, text_columns: list[str], metric_names: list[str]
+) -> str | None:
+    """The column of failure categories: the one named, else ``category`` when present."""
+    import difflib
+
+    if category is None:
+        return "category" if "category" in text_columns + metric_names else None
+    if category in text_columns or category in metric_names:
+        return category
+    choices = text_columns + metric_names
+    close = difflib.get_close_matches(category, choices, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise invalid("category", f"a column of the trials ({', '.join(choices) or 'none'}){hint}",
+                  category)
+
+
+def _without_infrastructure(
+    frame: pd.DataFrame, column: str, infra_categories: Iterable[str], confidence: float
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Success recomputed without the failed trials of infrastructure categories."""
+    if isinstance(infra_categories, str):
+        infra_categories = [infra_categories]
+    wanted = [str(name).strip().lower() for name in infra_categories if str(name).strip()]
+    labels = frame[column].astype(str).str.strip()
+    lowered = labels.str.lower()
+    # "named like": a category whose name contains one of the words (env_timeout, infra_crash)
+    like = np.zeros(len(frame), dtype=bool)
+    for word in wanted:
+        like |= lowered.str.contains(word, regex=False).to_numpy()
+    noise = (frame["success"] == 0).to_numpy() & like
+    if not noise.any():
+        return None, None
+    kept = frame.loc[~noise]
+    names = sorted(set(labels[noise].tolist()))
+    if kept.empty:
+        return {"categories": names, "trials": int(noise.sum()), "tasks": 0,
+                "success": {"mean": None, "se": None, "ci": [None, None]}}, (
+            "every trial failed for infrastructure: there is no success to report without them"
+        )
+    kept.attrs.update(frame.attrs)
+    rest = per_task(kept)
+    table, _ = pass_k_table(rest, [1], replicates=DEFAULT_REPLICATES, seed=0,
+                            confidence=confidence, interval="jeffreys")
+    row = table.loc[("pass_at_k", 1)]
+    out = {
+        "categories": names,
+        "trials": int(noise.sum()),
+        "tasks": int(len(rest)),
+        "success": {"mean": row["estimate"], "se": row["se"],
+                    "ci": [row["ci_low"], row["ci_high"]]},
+    }
+    note = (
+        f"{int(noise.sum())} failed trial{'s' if noise.sum() > 1 else ''} in infrastructure "
+        f"categor{'ies' if len(names) > 1 else 'y'} {', '.join(names)}: success without them "
+        f"is {row['estimate']:.4f} (the headline success counts them as failures)"
+    )
+    return out, note
 
 
 def _steps_plan(success_mean: float, steps: int, target: float) -> dict[str, Any]:

@@ -31,8 +31,13 @@ DEFAULT_REPLICATES = 2000
 #: The fewest replicates accepted: fewer cannot place the 2.5% and 97.5% quantiles (with one,
 #: the "interval" is a single resample's mean and need not contain the estimate).
 MIN_REPLICATES = 100
-#: Bootstrap intervals: bias-corrected and accelerated (the default), or plain percentile.
-INTERVALS = ("bca", "percentile")
+#: Intervals of pass@k and pass^k: Jeffreys on effective counts (the default, analytic; see
+#: :func:`relsim.intervals.effective_count_interval`), or from the cluster bootstrap:
+#: bias-corrected and accelerated, or plain percentile.
+INTERVALS = ("jeffreys", "bca", "percentile")
+#: The most memory the bootstrap's replicate means may take, and the most random draws.
+MAX_BOOTSTRAP_BYTES = 1 << 30
+MAX_BOOTSTRAP_DRAWS = 10**10
 
 # rows of one bootstrap chunk times tasks: bounds the count matrix to about 16 MB
 CHUNK_CELLS = 1 << 21
@@ -44,6 +49,26 @@ def check_settings(replicates: int, interval: str) -> None:
         raise invalid("interval", f"one of {', '.join(INTERVALS)}", interval)
     if not is_count(replicates) or replicates < MIN_REPLICATES:
         raise invalid("replicates", f"an integer >= {MIN_REPLICATES}", replicates)
+
+
+def check_work(replicates: int, tasks: int, statistics: int) -> None:
+    """Refuse, before any work, a bootstrap whose replicate means would take over
+    :data:`MAX_BOOTSTRAP_BYTES` or which would draw over :data:`MAX_BOOTSTRAP_DRAWS` task
+    indices, saying what it would take and what to do."""
+    memory = replicates * statistics * 8 * 2  # the means and their sorted copy
+    draws = replicates * tasks
+    if memory <= MAX_BOOTSTRAP_BYTES and draws <= MAX_BOOTSTRAP_DRAWS:
+        return
+    largest = min(
+        MAX_BOOTSTRAP_BYTES // (16 * statistics), MAX_BOOTSTRAP_DRAWS // max(1, tasks)
+    )
+    raise invalid(
+        "replicates",
+        f"at most {largest} for {tasks} tasks and {statistics} statistics (this would take "
+        f"{memory / (1 << 30):.3g} GiB and {draws:.3g} random draws; the default "
+        f"{DEFAULT_REPLICATES} is plenty, and the jeffreys interval needs none)",
+        replicates,
+    )
 
 
 def cluster_bootstrap(

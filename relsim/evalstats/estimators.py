@@ -69,21 +69,24 @@ def per_task(trials: pd.DataFrame | str | Path, *, threshold: float | None = Non
 
 
 def success_rate(tasks: pd.DataFrame, *, confidence: float = 0.95) -> pd.Series:
-    r"""The success rate averaged over tasks, with its clustered standard error and t interval.
+    r"""The success rate averaged over tasks, with its clustered standard error and interval.
 
     With per-task rates :math:`\hat p_i = c_i / n_i` over :math:`T` tasks,
 
     .. math::
 
         \bar p = \frac{1}{T}\sum_i \hat p_i, \qquad
-        \mathrm{se} = \frac{s}{\sqrt{T}}, \quad s^2 = \frac{1}{T-1}\sum_i (\hat p_i - \bar p)^2,
-        \qquad \bar p \pm t_{(1+\gamma)/2,\,T-1}\,\mathrm{se}
+        \mathrm{se}^2 = \max\Bigl(\frac{s^2}{T},\ \frac{\bar p(1-\bar p)}{N}\Bigr), \quad
+        s^2 = \frac{1}{T-1}\sum_i (\hat p_i - \bar p)^2, \quad
+        N = \frac{T}{\overline{1/n_i}}
 
-    (:math:`\gamma` the confidence; :func:`relsim.intervals.mean_se` and
-    :func:`relsim.intervals.t_interval`). This treats tasks as independent draws and trials
-    inside a task as correlated (the clustered standard error of Miller 2024, "Adding Error
-    Bars to Evals", in its per-task form); with one task the standard error and interval are
-    NaN.
+    :math:`s^2/T` is the clustered variance (Miller 2024, "Adding Error Bars to Evals", in
+    its per-task form): tasks are independent draws, trials inside a task correlated. It is
+    never taken below the binomial variance of :math:`N` pooled trials (:math:`N = \sum n_i`
+    with equal counts), which the estimate has even when every task shows the same rate. The
+    interval is :func:`relsim.intervals.effective_count_interval` (Jeffreys on effective
+    counts, with :math:`T-1` degrees of freedom): it stays inside [0, 1] and never has zero
+    width. With one task the standard error and interval are NaN.
 
     Parameters
     ----------
@@ -110,9 +113,28 @@ def success_rate(tasks: pd.DataFrame, *, confidence: float = 0.95) -> pd.Series:
 
     check_confidence(confidence)
     n, c = counts(tasks)
-    mean, se = intervals.mean_se(c / n)
-    low, high = intervals.t_interval(mean, se, len(n), confidence)
+    mean, se, low, high = effective_interval(c / n, n, 1, confidence)
     return pd.Series({"mean": mean, "se": se, "ci_low": low, "ci_high": high}, dtype=float)
+
+
+def effective_interval(
+    values: np.ndarray, n: np.ndarray, k: int, confidence: float
+) -> tuple[float, float, float, float]:
+    """Mean, floored standard error and effective-count Jeffreys interval of per-task values
+    of pass@k (or pass^k, or success with ``k = 1``), over the tasks where they are not NaN."""
+    present = ~np.isnan(values)
+    kept = values[present]
+    count = kept.size
+    if count == 0:
+        return (np.nan,) * 4
+    mean = float(kept.mean())
+    variance = float(kept.var(ddof=1)) / count if count > 1 else np.nan
+    max_count = count / (k * float(np.mean(1.0 / n[present])))
+    if count < 2:
+        return mean, np.nan, np.nan, np.nan
+    se = float(np.sqrt(max(variance, mean * (1.0 - mean) / max_count)))
+    low, high = intervals.effective_count_interval(mean, variance, max_count, count, confidence)
+    return mean, se, low, high
 
 
 def pass_k(
@@ -122,7 +144,7 @@ def pass_k(
     replicates: int = DEFAULT_REPLICATES,
     seed: int | np.random.SeedSequence | np.random.Generator | None = 0,
     confidence: float = 0.95,
-    interval: str = "bca",
+    interval: str = "jeffreys",
 ) -> pd.DataFrame:
     r"""pass@k and pass^k averaged over tasks, with cluster-bootstrap intervals.
 
@@ -136,14 +158,27 @@ def pass_k(
             \binom{c_i}{k}\Big/\binom{n_i}{k},
 
     each term the unbiased per-task estimator (Chen et al. 2021; tau-bench; docs/model.md
-    section 2). The interval resamples the :math:`T` tasks with replacement ``replicates``
-    times and recomputes each estimate on the resample (over its tasks with
-    :math:`n_i \ge k`); replicates whose resample holds no such task are left out. A ``k``
-    with fewer than two eligible tasks (:math:`|E_k| < 2`) gets no interval (NaN), like the
-    success mean with one task: with one task every resample is that task again and the
-    "interval" would be the point. ``interval="percentile"`` takes the :math:`(1\mp\gamma)/2`
-    quantiles of the replicates :math:`\theta^*`. The default, ``"bca"`` (bias-corrected and
-    accelerated, Efron 1987, :func:`relsim.intervals.bca_interval`), takes the quantiles at
+    section 2). A ``k`` with fewer than two eligible tasks (:math:`|E_k| < 2`) gets no
+    interval (NaN), like the success mean with one task.
+
+    The default interval, ``"jeffreys"``, is :func:`relsim.intervals.effective_count_interval`
+    with :math:`N_{\max} = |E_k| / (k\,\overline{1/n_i})`: the clustered variance of the
+    mean, never below the binomial floor :math:`\hat\theta(1-\hat\theta)/N_{\max}`, turned
+    into an effective count of Bernoulli trials and a Jeffreys interval with :math:`|E_k|-1`
+    degrees of freedom. It accounts for the trials within a task as well as the spread
+    between tasks, stays inside [0, 1] and never has zero width. Its coverage of the
+    population value, measured in ``tests/test_coverage.py`` with task rates drawn from a Beta
+    (20,000 simulated evals per cell, Monte Carlo error about 0.2 points): 95-96% on large
+    designs (500 tasks x 5 trials), 95-97% on 50 x 3, and conservative, 96-99.9%, with 10
+    tasks or with rates piled at 0 or 1 (10 tasks x 5 trials that all succeed give success
+    the interval [0.94, 1] and pass@5, which each task's five trials show only once, [0.72, 1]).
+
+    ``"bca"`` and ``"percentile"`` resample the :math:`T` tasks with replacement
+    ``replicates`` times and recompute each estimate on the resample (over its tasks with
+    :math:`n_i \ge k`; replicates whose resample holds no such task are left out).
+    ``"percentile"`` takes the :math:`(1\mp\gamma)/2` quantiles of the replicates
+    :math:`\theta^*`; ``"bca"`` (bias-corrected and accelerated, Efron 1987,
+    :func:`relsim.intervals.bca_interval`) takes the quantiles at
 
     .. math::
 
@@ -152,11 +187,10 @@ def pass_k(
         a = \frac{\sum_i U_i^3}{6 (\sum_i U_i^2)^{3/2}}
 
     with :math:`z_\pm = \Phi^{-1}((1\pm\gamma)/2)` and :math:`U_i` the jackknife
-    influence of task :math:`i` (leave task :math:`i` out, recompute). Per-task pass@k values
-    pile up at 1 and pass^k values at 0, so the estimates are skewed and the percentile
-    interval under-covers. Measured for pass@3 over 2000 simulated evals of 5 trials per task
-    with p ~ Beta(1.5, 1), a nominal 95% covered 92.7% (percentile) and 94.9% (BCa) with 60
-    tasks, 87% and 91% with 20 tasks: with few tasks, read the interval as optimistic.
+    influence of task :math:`i`. Both see only the spread between tasks: when every task
+    shows the same value they collapse to a point, and they under-cover on small
+    harnesses (for pass@3 over 20 tasks x 5 trials with p ~ Beta(1.5, 1), BCa covered
+    88.8 +- 0.7%, percentile less; far less with rates near 0 or 1).
 
     Parameters
     ----------
@@ -171,15 +205,15 @@ def pass_k(
         Seeds the bootstrap (``numpy.random.default_rng(seed)``).
     confidence : float
         In (0, 1).
-    interval : {"bca", "percentile"}
-        How the replicates become an interval.
+    interval : {"jeffreys", "bca", "percentile"}
+        The interval: analytic (default) or from the cluster bootstrap.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by (``metric``, ``k``) with metric ``pass_at_k`` or ``pass_hat_k``; columns
-        ``estimate``, ``ci_low``, ``ci_high`` (NaN when ``tasks < 2``), ``tasks`` (|E_k|),
-        ``excluded_tasks``.
+        ``estimate``, ``se`` (clustered, with the binomial floor), ``ci_low``, ``ci_high``
+        (NaN when ``tasks < 2``), ``tasks`` (|E_k|), ``excluded_tasks``.
 
     Examples
     --------
@@ -209,8 +243,6 @@ def pass_k_table(
     """:func:`pass_k`'s table and what to warn about (unequal counts, lonely k)."""
     import pandas as pd
 
-    from relsim import formulas
-
     check_confidence(confidence)
     bootstrap.check_settings(replicates, interval)
     n, c = counts(tasks)
@@ -225,33 +257,32 @@ def pass_k_table(
             f"trials ({'excluded: ' + short if short else 'none excluded'})"
         )
 
-    # per-task estimates, NaN where n_i < k; columns: pass@k for each k, then pass^k for each k
-    # (evaluated once per distinct (n, c) pair: an eval has few of them, however many tasks)
-    pairs, inverse = np.unique(np.stack([n, c], axis=1), axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    values = np.full((len(n), 2 * len(ks)), np.nan)
-    for column, k in enumerate(ks):
-        usable = pairs[:, 0] >= k
-        at_k = np.full(len(pairs), np.nan)
-        hat_k = np.full(len(pairs), np.nan)
-        at_k[usable] = formulas.pass_at_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
-        hat_k[usable] = formulas.pass_hat_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
-        values[:, column] = at_k[inverse]
-        values[:, len(ks) + column] = hat_k[inverse]
+    values = task_values(n, c, ks)
     try:
         rng = np.random.default_rng(seed)
     except (TypeError, ValueError):
         raise invalid(
             "seed", "an integer >= 0, a numpy SeedSequence or Generator, or None", seed
         ) from None
-    estimates = np.nanmean(values, axis=0)
-    replicate_means = bootstrap.cluster_bootstrap(values, replicates, rng)
+    column_ks = list(ks) * 2
     eligible_counts = np.array([(n >= k).sum() for k in ks] * 2)
+    estimates, se = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
     low, high = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
-    for column in np.flatnonzero(eligible_counts >= 2):
-        low[column], high[column] = bootstrap.interval(
-            values[:, column], estimates[column], replicate_means[:, column], confidence, interval
+    for column, k in enumerate(column_ks):
+        estimates[column], se[column], low[column], high[column] = effective_interval(
+            values[:, column], n, k, confidence
         )
+    if interval != "jeffreys":
+        bootstrap.check_work(replicates, len(n), values.shape[1])
+        replicate_means = bootstrap.cluster_bootstrap(values, replicates, rng)
+        for column in np.flatnonzero(eligible_counts >= 2):
+            low[column], high[column] = bootstrap.interval(
+                values[:, column],
+                estimates[column],
+                replicate_means[:, column],
+                confidence,
+                interval,
+            )
     lonely = [k for k in ks if (n >= k).sum() == 1]
     if lonely and len(n) > 1:  # with one task in all, analyze says so once for everything
         shown = ", ".join(str(k) for k in lonely)
@@ -264,6 +295,7 @@ def pass_k_table(
     table = pd.DataFrame(
         {
             "estimate": estimates,
+            "se": se,
             "ci_low": low,
             "ci_high": high,
             "tasks": eligible_counts,
@@ -272,6 +304,28 @@ def pass_k_table(
         index=index,
     )
     return table, messages
+
+
+def task_values(n: np.ndarray, c: np.ndarray, ks: list[int]) -> np.ndarray:
+    """Per-task unbiased estimates, ``(tasks, 2 len(ks))``: pass@k for each k, then pass^k
+    for each k; NaN where ``n_i < k``. Evaluated once per distinct (n, c) pair: an eval has
+    few of them, however many tasks."""
+    from relsim import formulas
+
+    pairs, inverse = np.unique(np.stack([n, c], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    values = np.full((len(n), 2 * len(ks)), np.nan)
+    for column, k in enumerate(ks):
+        usable = pairs[:, 0] >= k
+        at_k = np.full(len(pairs), np.nan)
+        hat_k = np.full(len(pairs), np.nan)
+        at_k[usable] = formulas.pass_at_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
+        hat_k[usable] = formulas.pass_hat_k_estimate(pairs[usable, 0], pairs[usable, 1], k)
+        if k == 1:  # pass@1 = pass^1 = c / n: one number, to the last bit
+            at_k[usable] = hat_k[usable] = pairs[usable, 1] / pairs[usable, 0]
+        values[:, column] = at_k[inverse]
+        values[:, len(ks) + column] = hat_k[inverse]
+    return values
 
 
 def counts(tasks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

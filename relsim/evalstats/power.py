@@ -11,7 +11,12 @@ import math
 from relsim.errors import invalid
 from relsim.evalstats._common import is_count, is_real
 
-__all__ = ["minimum_detectable_effect", "tasks_needed"]
+__all__ = ["MIN_TASKS", "minimum_detectable_effect", "tasks_needed"]
+
+#: The fewest tasks a paired comparison takes (:func:`relsim.evalstats.compare` needs two).
+MIN_TASKS = 2
+#: The largest answer :func:`tasks_needed` gives, as a power of ten.
+MAX_TASKS_DIGITS = 15
 
 
 def tasks_needed(
@@ -61,6 +66,10 @@ def tasks_needed(
 
     >>> tasks_needed(0.03, 0.7)
     3551
+
+    At least :data:`MIN_TASKS` (2): a paired comparison needs two tasks to see their spread.
+    A difference so small that more than :math:`10^{15}` tasks would be needed is refused
+    with the number it would take (a :class:`relsim.errors.RelsimError`).
     """
     _check_power_inputs(baseline, trials_per_task, alpha, power, difference_sd)
     if not (is_real(delta) and math.isfinite(delta)) or delta == 0:
@@ -72,9 +81,33 @@ def tasks_needed(
             f"{1 - baseline:g}]",
             delta,
         )
-    z = _z_sum(alpha, power)
-    value = z**2 * _difference_variance(baseline, delta, trials_per_task, difference_sd) / delta**2
-    return max(1, math.ceil(round(value, 9)))
+    z2 = _z_sum(alpha, power) ** 2
+    variance = _difference_variance(baseline, delta, trials_per_task, difference_sd)
+    need = z2 * variance
+    if need == 0:  # no noise at all (rates 0 and 1, no spread): the fewest tasks a test takes
+        return MIN_TASKS
+    # the size of the answer, in logs: delta**2 may underflow and need / delta**2 overflow
+    digits = (math.log10(z2) if z2 > 0 else -math.inf) + math.log10(variance) - 2 * math.log10(
+        abs(delta)
+    )
+    if digits > MAX_TASKS_DIGITS:
+        huge = not math.isfinite(digits) or digits > 300
+        about = "more than 10^300" if huge else f"about 10^{digits:.0f}"
+        raise invalid(
+            "delta",
+            f"a difference that at most 10^{MAX_TASKS_DIGITS} tasks can detect (with this "
+            f"noise, alpha and power it would take {about} tasks)",
+            delta,
+        )
+    square = delta * delta
+    tasks = max(MIN_TASKS, math.ceil(need / square))
+    # the ceiling of a rounded quotient can be one off: settle it on the inequality itself,
+    # T * delta^2 >= need, the one minimum_detectable_effect solves
+    while tasks > MIN_TASKS and (tasks - 1) * square >= need:
+        tasks -= 1
+    while tasks * square < need:
+        tasks += 1
+    return tasks
 
 
 def minimum_detectable_effect(
@@ -101,7 +134,9 @@ def minimum_detectable_effect(
     Returns
     -------
     float or None
-        None when no gain up to :math:`Q = 1` is detectable with ``tasks`` tasks.
+        None when no gain up to :math:`Q = 1` is detectable with ``tasks`` tasks. The
+        returned gain is the least float at which the equation's inequality holds, so
+        ``tasks_needed(minimum_detectable_effect(T, P), P) == T``.
 
     Examples
     --------
@@ -111,30 +146,43 @@ def minimum_detectable_effect(
     from scipy.optimize import brentq
 
     _check_power_inputs(baseline, trials_per_task, alpha, power, difference_sd)
-    if not is_count(tasks) or tasks < 1:
-        raise invalid("tasks", "an integer >= 1", tasks)
+    if not is_count(tasks) or tasks < MIN_TASKS:
+        raise invalid("tasks", f"an integer >= {MIN_TASKS} (a paired comparison needs two)", tasks)
     z2 = _z_sum(alpha, power) ** 2
 
     def excess(delta: float) -> float:
-        return tasks * delta**2 - z2 * _difference_variance(
+        return tasks * (delta * delta) - z2 * _difference_variance(
             baseline, delta, trials_per_task, difference_sd
         )
 
     largest = 1.0 - baseline
-    if largest <= 0 or excess(largest) < 0:
+    if largest <= 0 or not excess(largest) >= 0:
         return None
-    return float(brentq(excess, 1e-15, largest, xtol=1e-14, rtol=1e-12))
+    smallest = 1e-300
+    if excess(smallest) >= 0:
+        return smallest
+    root = float(brentq(excess, smallest, largest, xtol=1e-300, rtol=1e-15, maxiter=500))
+    # the root as the least float that passes: tasks_needed(root) is then `tasks` exactly
+    while excess(root) < 0 and root < largest:
+        root = math.nextafter(root, math.inf)
+    while root > smallest and excess(math.nextafter(root, 0.0)) >= 0:
+        root = math.nextafter(root, 0.0)
+    return root
 
 
 def _difference_variance(baseline: float, delta: float, trials: int, difference_sd: float) -> float:
     other = baseline + delta
-    return difference_sd**2 + (baseline * (1 - baseline) + other * (1 - other)) / trials
+    # W * W, not W ** 2: float ** raises OverflowError where * gives infinity
+    binomial = (baseline * (1 - baseline) + other * (1 - other)) / trials
+    return difference_sd * difference_sd + binomial
 
 
 def _z_sum(alpha: float, power: float) -> float:
+    """:math:`z_{1-\\alpha/2} + z_{\\mathrm{power}}`, from the upper tail (``1 - alpha/2``
+    rounds to 1 for alpha below 1e-16, where ``ppf`` would give infinity)."""
     from scipy.stats import norm
 
-    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    return float(norm.isf(alpha / 2) - norm.isf(power))
 
 
 def _check_power_inputs(baseline, trials_per_task, alpha, power, difference_sd) -> None:

@@ -23,7 +23,15 @@ __all__ = ["OPTIONAL_COLUMNS", "REQUIRED_COLUMNS", "read_trials"]
 
 REQUIRED_COLUMNS = ("task", "trial", "success")
 OPTIONAL_COLUMNS = ("cost", "steps")
-_KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+
+
+#: The longest trial file read (bytes): larger ones are refused before reading, so a wrong path
+#: (a disk image, ``/dev/zero``) cannot exhaust memory or run forever.
+MAX_FILE_BYTES = 1 << 30
+#: The largest ``steps`` value: the scenario's limit on steps (docs/model.md section 4).
+MAX_STEPS = 100_000
+# a column this reader adds (each row's line): a column of the input by that name is ignored
+_RESERVED = ("line",)
 
 
 def read_trials(
@@ -36,8 +44,11 @@ def read_trials(
     source : str, Path or pandas.DataFrame
         A CSV file, a JSONL file (one JSON object per line; chosen by the ``.jsonl`` /
         ``.ndjson`` suffix, or by a first character ``{``), or a DataFrame. Columns ``task``,
-        ``trial`` and ``success`` are required, ``cost`` and ``steps`` optional; others are
-        ignored.
+        ``trial`` and ``success`` are required. Every other column is kept: a column whose
+        filled cells are all numbers is a **metric** (``cost``, ``steps``, ``tool_errors``,
+        ``latency``, ``tokens``, ...; an empty cell is NaN), any other column is **text**
+        (a ``category`` of failure, notes); a column named ``line`` is ignored (the reader
+        adds its own). Inspect eval logs are read by :func:`relsim.evalstats.read_inspect_log`.
     threshold : float, optional
         When given, ``success`` holds a numeric score and a trial succeeds when
         ``score >= threshold``. Otherwise ``success`` must be 0/1 or true/false.
@@ -45,19 +56,22 @@ def read_trials(
     Returns
     -------
     pandas.DataFrame
-        One row per trial: ``task`` (str), ``trial`` (str), ``success`` (int 0/1), ``cost`` and
-        ``steps`` (float) when present, and ``line``: where the row was in the input (the file's
-        line number; for a DataFrame, the 1-based row number). The other functions of
-        ``relsim.evalstats`` take this frame as it is, without reading it again.
+        One row per trial: ``task`` (str), ``trial`` (str), ``success`` (int 0/1), the metric
+        columns (float) and text columns (str, '' when empty), and ``line``: where the row was
+        in the input (the file's line number; for a DataFrame, the 1-based row number).
+        ``attrs`` holds ``relsim_metrics`` and ``relsim_text`` (the column names of each kind)
+        and ``relsim_ignored``. The other functions of ``relsim.evalstats`` take this frame as
+        it is, without reading it again.
 
     Raises
     ------
     TrialDataError
-        For a file that is missing or not UTF-8 text, an empty input, a missing column, a
-        missing or unreadable value, a non-binary ``success`` (or a non-numeric score with
-        ``threshold``), a negative ``cost``, a ``steps`` that is not a number > 0, or a
-        duplicate (task, trial) pair. The message names the file, the line and the column
-        (for text that is not UTF-8: the file, the first bad line and the byte).
+        For a file that is missing, not a regular file, over :data:`MAX_FILE_BYTES` or not
+        UTF-8 text, an empty input, a missing column, a missing or unreadable value, a
+        non-binary ``success`` (or a non-numeric score with ``threshold``), a negative
+        ``cost``, a ``steps`` that is not a number in (0, :data:`MAX_STEPS`], an infinite
+        metric, or a duplicate (task, trial) pair. The message names the file, the line and
+        the column (for text that is not UTF-8: the file, the first bad line and the byte).
     RelsimError
         For a ``threshold`` that is not a finite number.
 
@@ -71,18 +85,30 @@ def read_trials(
     """
     import pandas as pd
 
-    if threshold is not None and not (is_real(threshold) and math.isfinite(threshold)):
-        raise invalid("threshold", "a finite number", threshold)
     if isinstance(source, pd.DataFrame):
-        name, where = "trials", "row"
         columns = [str(column).strip() for column in source.columns]
         cells = [_column_text(source.iloc[:, i]) for i in range(source.shape[1])]
         lines = np.arange(1, len(source) + 1)
-    else:
-        path = Path(source)
-        name, where = str(path), "line"
-        columns, cells, lines = _read_file(path)
+        return check_trials("trials", "row", columns, cells, lines, threshold)
+    path = Path(source)
+    columns, cells, lines = _read_file(path)
+    return check_trials(str(path), "line", columns, cells, lines, threshold)
 
+
+def check_trials(
+    name: str,
+    where: str,
+    columns: list[str],
+    cells: list[np.ndarray],
+    lines: np.ndarray,
+    threshold: float | None,
+) -> pd.DataFrame:
+    """Check text cells (one array per column) and build the trials frame of
+    :func:`read_trials`; errors read ``<name> <where> <line>: <column>: ...``."""
+    import pandas as pd
+
+    if threshold is not None and not (is_real(threshold) and math.isfinite(threshold)):
+        raise invalid("threshold", "a finite number", threshold)
     missing = [column for column in REQUIRED_COLUMNS if column not in columns]
     if missing:
         found = ", ".join(repr(c) for c in columns) or "none"
@@ -96,7 +122,7 @@ def read_trials(
             f"{name}: columns: must include task, trial and success (optional cost, steps), "
             f"got {found} (missing {', '.join(repr(m) for m in missing)}{hint})"
         )
-    repeated = sorted({c for c in columns if columns.count(c) > 1 and c in _KNOWN_COLUMNS})
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
         raise TrialDataError(
             f"{name}: columns: must name {repeated[0]!r} once, "
@@ -120,7 +146,7 @@ def read_trials(
     def cell(values: np.ndarray) -> Callable[[int], str]:
         return lambda i: show(values[i])
 
-    text = {column: values for column, values in zip(columns, cells) if column in _KNOWN_COLUMNS}
+    text = dict(zip(columns, cells))
     for column in REQUIRED_COLUMNS + tuple(c for c in OPTIONAL_COLUMNS if c in text):
         empty = np.asarray(text[column] == "", dtype=bool)
         if empty.any():
@@ -156,11 +182,36 @@ def read_trials(
     if "steps" in text:
         steps = _to_float(text["steps"].astype(str))
         fail(
-            ~(steps > 0) | ~np.isfinite(steps), "steps", "a number > 0", cell(text["steps"])
+            ~((steps > 0) & (steps <= MAX_STEPS)),
+            "steps",
+            f"a number in (0, {MAX_STEPS}]",
+            cell(text["steps"]),
         )
         result["steps"] = steps
+    metrics = [c for c in ("cost", "steps") if c in text]
+    text_columns, ignored = [], []
+    for column in columns:
+        if column in REQUIRED_COLUMNS or column in OPTIONAL_COLUMNS:
+            continue
+        if column in _RESERVED or column == "":
+            ignored.append(column)
+            continue
+        values = text[column].astype(str)
+        filled = values != ""
+        numbers = _to_float(values)
+        if filled.any() and np.all(~np.isnan(numbers[filled])):
+            fail(np.isinf(numbers), column, "a finite number", cell(text[column]))
+            result[column] = numbers
+            metrics.append(column)
+        else:
+            result[column] = values
+            text_columns.append(column)
     result["line"] = lines
     result.attrs["relsim_trials"] = True
+    result.attrs["relsim_source"] = name
+    result.attrs["relsim_metrics"] = metrics
+    result.attrs["relsim_text"] = text_columns
+    result.attrs["relsim_ignored"] = ignored
 
     duplicated = result.duplicated(["task", "trial"], keep="first").to_numpy()
     if duplicated.any():
@@ -174,6 +225,22 @@ def read_trials(
             lambda i: f"{show(task)}, {show(trial)} again (first seen at {where} {earlier})",
         )
     return result
+
+
+def load_trials(source: Any, threshold: float | None, scorer: str | None = None) -> pd.DataFrame:
+    """A checked trials frame from any source: a DataFrame (as is, or read), a CSV/JSONL
+    file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory)."""
+    import pandas as pd
+
+    if not isinstance(source, pd.DataFrame):
+        path = Path(source)
+        if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
+            from relsim.evalstats.inspect_logs import read_inspect_log
+
+            return read_inspect_log(path, scorer=scorer, threshold=threshold)
+    if scorer is not None:
+        raise invalid("scorer", "given only with an Inspect eval log", scorer)
+    return trials_frame(source, threshold)
 
 
 def trials_frame(source: Any, threshold: float | None) -> pd.DataFrame:
@@ -193,9 +260,7 @@ def _read_file(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     """Column names, each column's cells as text ('' when missing), and each row's line."""
     import pandas as pd
 
-    if not path.is_file():
-        found = "a directory" if path.is_dir() else "no such file"
-        raise TrialDataError(f"{path}: file: must exist, got {found}")
+    check_file(path)
     try:
         with path.open("r", encoding="utf-8-sig") as handle:
             first = handle.read(4096).lstrip()
@@ -236,6 +301,31 @@ def _read_file(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     return columns, [column[~blank] for column in cells], lines[~blank]
 
 
+def check_file(path: Path) -> None:
+    """Refuse what is not a regular, readable file of at most :data:`MAX_FILE_BYTES`."""
+    import stat
+
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise TrialDataError(f"{path}: file: must exist, got no such file") from None
+    except OSError as error:
+        raise TrialDataError(
+            f"{path}: file: must be readable, got {error.strerror or error}"
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise TrialDataError(f"{path}: file: must exist, got a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise TrialDataError(
+            f"{path}: file: must be a regular file, got a device, pipe or socket"
+        )
+    if info.st_size > MAX_FILE_BYTES:
+        raise TrialDataError(
+            f"{path}: file: must be at most {MAX_FILE_BYTES >> 20} MiB, got "
+            f"{info.st_size / (1 << 20):.0f} MiB (split the trials into several evals)"
+        )
+
+
 def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     import json
 
@@ -251,6 +341,16 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
                     raise TrialDataError(
                         f"{path} line {number}: record: must be a JSON object, "
                         f"got text that is not valid JSON ({error.msg})"
+                    ) from None
+                except RecursionError:
+                    raise TrialDataError(
+                        f"{path} line {number}: record: must be a flat JSON object, "
+                        "got values nested too deep to read"
+                    ) from None
+                except ValueError as error:  # an integer of over 4300 digits, for one
+                    raise TrialDataError(
+                        f"{path} line {number}: record: must be a JSON object of readable "
+                        f"values, got {' '.join(str(error).split()[:8])}..."
                     ) from None
                 if not isinstance(record, dict):
                     raise TrialDataError(

@@ -1,0 +1,232 @@
+r"""Metric columns, rates between them, cost per success, and failure categories.
+
+Every number here is a **ratio of per-task totals**, so its standard error is clustered by
+task like the success rate's: with per-task totals :math:`Y_i` (numerator) and :math:`X_i`
+(denominator) over the :math:`T` tasks holding any data (:math:`X_i > 0` or :math:`Y_i \ne 0`),
+
+.. math::
+
+    R = \frac{\sum_i Y_i}{\sum_i X_i}, \qquad
+    \mathrm{se}^2 = \frac{1}{T(T-1)} \sum_i u_i^2, \qquad
+    u_i = \frac{Y_i - R X_i}{\bar X}
+
+(the linearised ratio estimator of survey sampling, Cochran 1977 section 6.4). The mean per
+trial of a column is the ratio of its total to the trial count (the mean over trials), the mean
+per successful trial the ratio over successful trials, a rate ``a/b`` the ratio of the two
+columns' totals, and the cost per success the total cost over the total successes. Intervals
+keep their range: for a quantity that cannot be negative the interval is
+:math:`R \exp(\pm t\,\mathrm{se}/R)` (the delta method on the log scale; with
+:math:`t = t_{0.975,\,T-1}` at 95%), otherwise :math:`R \pm t\,\mathrm{se}`; a share of
+failures gets :func:`relsim.intervals.effective_count_interval` with the failures as its
+binomial floor. Sums are taken on values divided by the largest magnitude, so totals of huge
+values do not overflow.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Iterable
+
+import numpy as np
+
+from relsim import intervals
+from relsim.errors import invalid
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "DEFAULT_INFRA_CATEGORIES",
+    "categories",
+    "cost_per_success",
+    "metric_summary",
+    "ratio",
+    "rate",
+]
+
+#: Failure categories taken as infrastructure noise unless told otherwise (case-insensitive).
+DEFAULT_INFRA_CATEGORIES = ("infra", "timeout")
+#: The category of a failed trial whose category cell is empty.
+UNCATEGORIZED = "uncategorized"
+
+
+def ratio(
+    numerator: np.ndarray, denominator: np.ndarray, confidence: float = 0.95
+) -> dict[str, Any]:
+    """``{estimate, se, ci, tasks}`` of :math:`\\sum Y_i / \\sum X_i` over per-task totals.
+
+    Estimate infinite (and ``se``, ``ci`` NaN) when the denominator total is 0 and the
+    numerator total is not; NaN when both are 0. The tasks are those with
+    :math:`X_i > 0` or :math:`Y_i \ne 0` (a task without a success still spent its cost);
+    ``se`` and ``ci`` are NaN with fewer than two.
+
+    Examples
+    --------
+    >>> out = ratio(np.array([2.0, 4.0]), np.array([1.0, 1.0]))
+    >>> out["estimate"], out["se"]  # u = (-1, 1): se^2 = 2 / (2 * 1)
+    (3.0, 1.0)
+    """
+    y = np.asarray(numerator, dtype=float)
+    x = np.asarray(denominator, dtype=float)
+    y_scale = float(np.max(np.abs(y))) if y.size and np.any(y) else 1.0
+    x_scale = float(np.max(np.abs(x))) if x.size and np.any(x) else 1.0
+    ys, xs = y / y_scale, x / x_scale
+    y_total, x_total = float(ys.sum()), float(xs.sum())
+    nonnegative = bool(np.all(y >= 0))
+    out: dict[str, Any] = {"estimate": math.nan, "se": math.nan, "ci": (math.nan, math.nan)}
+    # a task counts when it holds any data: one with no success still spent its cost
+    used = (x > 0) | (y != 0)
+    out["tasks"] = int(used.sum())
+    if x_total == 0:
+        out["estimate"] = math.inf if y_total != 0 else math.nan
+        return out
+    scaled_ratio = y_total / x_total  # R in units of y_scale / x_scale
+    estimate = scaled_ratio * (y_scale / x_scale)
+    out["estimate"] = estimate
+    count = int(used.sum())
+    if count < 2:
+        return out
+    mean_x = x_total / count
+    u = (ys[used] - scaled_ratio * xs[used]) / mean_x
+    se_scaled = math.sqrt(float(np.sum(u * u)) / (count * (count - 1)))
+    se = se_scaled * (y_scale / x_scale)
+    out["se"] = se
+    from scipy import stats
+
+    t = float(stats.t.ppf(0.5 + confidence / 2, count - 1))
+    if nonnegative and scaled_ratio > 0:
+        factor = math.exp(min(700.0, t * se_scaled / scaled_ratio))
+        out["ci"] = (estimate / factor, estimate * factor)
+    elif nonnegative:
+        out["ci"] = (0.0, t * se)
+    else:
+        out["ci"] = (estimate - t * se, estimate + t * se)
+    return out
+
+
+def _task_sums(codes: np.ndarray, tasks: int, values: np.ndarray) -> np.ndarray:
+    """Per-task sums of ``values`` (scaled so the sum cannot overflow, then scaled back)."""
+    scale = float(np.max(np.abs(values))) if values.size and np.any(values) else 1.0
+    return np.bincount(codes, weights=values / scale, minlength=tasks) * scale
+
+
+def metric_summary(
+    frame: pd.DataFrame, codes: np.ndarray, tasks: int, column: str, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Mean per trial and per successful trial of ``column`` (NaN cells left out), with
+    clustered intervals: ``{mean, se, ci, mean_success, se_success, ci_success, trials}``."""
+    values = frame[column].to_numpy(dtype=float)
+    present = ~np.isnan(values)
+    filled = np.where(present, values, 0.0)
+    success = frame["success"].to_numpy() == 1
+    everyone = ratio(
+        _task_sums(codes, tasks, filled),
+        np.bincount(codes, weights=present.astype(float), minlength=tasks),
+        confidence,
+    )
+    winners = ratio(
+        _task_sums(codes, tasks, np.where(success, filled, 0.0)),
+        np.bincount(codes, weights=(present & success).astype(float), minlength=tasks),
+        confidence,
+    )
+    return {
+        "mean": everyone["estimate"],
+        "se": everyone["se"],
+        "ci": everyone["ci"],
+        "mean_success": winners["estimate"],
+        "se_success": winners["se"],
+        "ci_success": winners["ci"],
+        "trials": int(present.sum()),
+    }
+
+
+def rate(
+    frame: pd.DataFrame, codes: np.ndarray, tasks: int, spec: str, confidence: float = 0.95
+) -> dict[str, Any]:
+    """The rate ``"a/b"``: total of column ``a`` over total of ``b`` (rows with both), with a
+    clustered ratio interval: ``{estimate, se, ci}``."""
+    top, bottom = parse_rate(spec, frame.attrs.get("relsim_metrics", []))
+    a = frame[top].to_numpy(dtype=float)
+    b = frame[bottom].to_numpy(dtype=float)
+    both = ~np.isnan(a) & ~np.isnan(b)
+    out = ratio(
+        _task_sums(codes, tasks, np.where(both, a, 0.0)),
+        _task_sums(codes, tasks, np.where(both, b, 0.0)),
+        confidence,
+    )
+    return {"estimate": out["estimate"], "se": out["se"], "ci": out["ci"]}
+
+
+def parse_rate(spec: str, metrics: Iterable[str]) -> tuple[str, str]:
+    """``"a/b"`` as the two metric column names, checked (with a "did you mean")."""
+    import difflib
+
+    metrics = list(metrics)
+    parts = str(spec).split("/")
+    if len(parts) != 2 or not all(part.strip() for part in parts):
+        raise invalid("rate", "two numeric columns as NUMERATOR/DENOMINATOR", spec)
+    names = tuple(part.strip() for part in parts)
+    for name in names:
+        if name not in metrics:
+            close = difflib.get_close_matches(name, metrics, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            shown = ", ".join(metrics) or "none"
+            raise invalid(
+                f"rate {spec}", f"made of numeric columns ({shown}){hint}", name
+            )
+    return names  # type: ignore[return-value]
+
+
+def cost_per_success(
+    frame: pd.DataFrame, codes: np.ndarray, tasks: int, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Total cost over total successes, with a clustered ratio interval: ``{estimate, se,
+    ci}``; the estimate is infinite (None in JSON) when no trial succeeded."""
+    out = ratio(
+        _task_sums(codes, tasks, frame["cost"].to_numpy(dtype=float)),
+        np.bincount(codes, weights=frame["success"].to_numpy(dtype=float), minlength=tasks),
+        confidence,
+    )
+    return {"estimate": out["estimate"], "se": out["se"], "ci": out["ci"]}
+
+
+def categories(
+    frame: pd.DataFrame,
+    codes: np.ndarray,
+    names: Any,
+    column: str,
+    confidence: float = 0.95,
+) -> dict[str, dict[str, Any]]:
+    r"""Failure categories: for each category of the failed trials, ``count``, ``share`` of
+    the failures with an interval ``ci``, and ``tasks`` (those it hits, most hits first).
+
+    The share's interval is :func:`relsim.intervals.effective_count_interval` of the clustered
+    ratio (category count over failures, per task) with the failures as the binomial floor.
+    Categories come sorted by count, most first (then by name); an empty cell is
+    ``"uncategorized"``.
+    """
+    failed = frame["success"].to_numpy() == 0
+    labels = frame[column].astype(str).str.strip().to_numpy()[failed]
+    labels = np.where(labels == "", UNCATEGORIZED, labels)
+    failed_codes = codes[failed]
+    tasks = len(names)
+    failures = np.bincount(failed_codes, minlength=tasks).astype(float)
+    total = int(failures.sum())
+    found: dict[str, dict[str, Any]] = {}
+    for label in sorted(set(labels.tolist())):
+        mine = labels == label
+        per_task = np.bincount(failed_codes[mine], minlength=tasks).astype(float)
+        share = ratio(per_task, failures, confidence)
+        used = int((failures > 0).sum())
+        low, high = intervals.effective_count_interval(
+            share["estimate"], share["se"] ** 2, total, used, confidence
+        )
+        hit = np.flatnonzero(per_task)
+        order = sorted(hit, key=lambda i: (-per_task[i], str(names[i])))
+        found[label] = {
+            "count": int(mine.sum()),
+            "share": share["estimate"],
+            "ci": (low, high),
+            "tasks": [str(names[i]) for i in order],
+        }
+    return dict(sorted(found.items(), key=lambda item: (-item[1]["count"], item[0])))
