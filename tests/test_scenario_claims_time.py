@@ -91,6 +91,8 @@ def test_fleet_closed_form_claims():
     assert round(work["calls"], 1) == 27.3 and round(work["tokens"], -3) == 219_000
     assert round(60 * 1e6 / 219_000) == 274 and math.floor(work["bound"]) == 274
     assert round(274 * work["calls"] / 60) == 125 < 600  # calls a minute at the bound: rpm is slack
+    assert round(_lognormal_mean(20.0, 60.0)) == 25
+    assert 0 < work["service"] - work["calls"] * 30.0 < 5  # a few seconds of backoff
     assert round(work["per_agent"], 1) == 4.4  # one agent's tasks an hour
     assert round(274 / 4.4) == 62 and abs(work["bound"] / work["per_agent"] - 62) < 1  # the knee
 
@@ -158,6 +160,10 @@ def test_fleet_rpm_never_binds_and_tpm_does():
     no_tpm = simulate_timeline(_with(data, resources={"tpm": None, "tokens": None}), 400, seed=3)
     assert no_tpm.wait["rate_limit"] == 0 < run.wait["rate_limit"]
     assert no_tpm.makespan < 0.8 * run.makespan
+    # shorter prompts move the knee: half the tokens, twice the bucket's capacity in tasks
+    short = simulate_timeline(_with(data, resources={"tokens": 4000}), 400, seed=3)
+    assert short.wait["rate_limit"] < 0.2 * run.wait["rate_limit"]
+    assert short.throughput_per_hour > 1.3 * run.throughput_per_hour
 
 
 # ------------------------------------------------------------------------ support_reviewers
@@ -259,8 +265,10 @@ HARNESS_SPLIT = {"success": 0.622, "silent_failure": 0.090, "detected_failure": 
                  "timeout": 0.026, "infra_failure": 0.197}
 
 
+@pytest.mark.slow
 def test_flaky_harness_split_and_the_harness_share_of_failures():
     data = _data(HARNESS)
+    assert "fleet" not in data and "resources" not in data  # every run at once, nothing shared
     run = simulate_timeline(data, 3000, seed=2, record=3000)
     for key, stated in HARNESS_SPLIT.items():
         assert _within(stated, getattr(run, key), run.standard_errors[key]), key

@@ -362,8 +362,11 @@ def _segments_cost(steps: int, every: int, p: float, check: float) -> float:
     return sum((k + check) / p**k for k in sizes)
 
 
-def test_checkpoint_spacing_optimum_and_its_closed_form():
-    from relsim import plan
+@pytest.mark.slow
+def test_checkpoint_spacing_optimum_and_its_closed_form(capsys):
+    import json
+
+    from relsim.cli import main
 
     s = _load("checkpoint_spacing.toml")
     assert s.verifier is None and s.checkpoints.detect == 1.0 and s.cost.checkpoint == 2.0
@@ -377,5 +380,7 @@ def test_checkpoint_spacing_optimum_and_its_closed_form():
     assert min(costs, key=costs.get) == 10  # every 10 steps is the least
     assert costs[5] > costs[10] and costs[1] > costs[5] and costs[40] > costs[10]
     assert math.sqrt(2 / 0.02) == pytest.approx(10)
-    found = plan.checkpoints(s, 0.99)  # what `relsim solve ... --for checkpoints` runs
-    assert found.value == 10 and found.feasible
+    # `relsim solve scenarios/checkpoint_spacing.toml --for checkpoints --target 0.99`
+    path = str(SCENARIOS / "checkpoint_spacing.toml")
+    assert main(["solve", path, "--for", "checkpoints", "--target", "0.99", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == 10
