@@ -125,7 +125,8 @@ def test_fleet_throughput_grows_to_the_token_bucket_knee():
     service_cv = alone.standard_errors["duration"] / alone.duration["mean"]
     runs = {}
     for agents, (throughput, wait) in FLEET_TABLE.items():
-        run = runs[agents] = simulate_timeline(_with(data, fleet={"agents": agents}), trials, seed=2)
+        fleet = _with(data, fleet={"agents": agents})
+        run = runs[agents] = simulate_timeline(fleet, trials, seed=2)
         tokens_cv = run.standard_errors["expected_attempts"] / run.expected_attempts
         se = run.throughput_per_hour * (service_cv if wait == 0 else tokens_cv)
         assert _within(throughput, run.throughput_per_hour, se), agents
