@@ -168,6 +168,10 @@ INDEPENDENT = _edit(correlation=None)
 NO_CHECKPOINTS = _edit(checkpoints=None)
 
 CLAIMS = {
+    "checkpoint_spacing.toml": [
+        (SAME, "expected_cost", "62.0"),
+        (_edit(checkpoints__every=10), "expected_cost", "58.7"),
+    ],
     "checkpoints_catch_silent_failures.toml": [
         (NO_CHECKPOINTS, "silent_failure", "26%"),
         (NO_CHECKPOINTS, "success", "71.3%"),
@@ -193,6 +197,15 @@ CLAIMS = {
         (_edit(retries__per_step=8), "success", "96%"),
         (SAME, "detected_failure", "27%"),
     ],
+    "eval_agent.toml": [
+        (SAME, "success", "59.9%"),
+    ],
+    # the time tables do not change the exact split: the agent alone (test_scenario_claims_time.py
+    # checks the timeline's numbers, the fleet_rate_limits and support_reviewers ones too)
+    "flaky_eval_harness.toml": [
+        (SAME, "success", "81.2%"),
+    ],
+    "fleet_rate_limits.toml": [],
     "human_gate.toml": [
         (NO_CHECKPOINTS, "silent_failure", "19.6%"),
         (SAME, "success", "79.9%"),
@@ -220,6 +233,7 @@ CLAIMS = {
         (_edit(checkpoints__rollbacks=3), "success", "84.85%"),
         (_edit(p=0.97), "success", "93.0%"),
     ],
+    "support_reviewers.toml": [],
     "shared_budget.toml": [
         (_edit(retries={"per_step": 2}), "success", "97.5%"),
         (SAME, "success", "99.6%"),
@@ -277,13 +291,20 @@ def test_every_percentage_and_price_in_a_comment_has_a_claim(name):
 #: Numbers a comment quotes that are inputs of the design (a miss rate, a price) or checked
 #: against a closed form in the tests below.
 OUTSIDE = {
+    "checkpoint_spacing.toml": set(),
     "checkpoints_catch_silent_failures.toml": {"80%"},
     "confused_agent.toml": set(),
     "correlated_retries.toml": {"83.2%", "95.4%"},
+    "eval_agent.toml": {"95%"},
+    # timeline scenarios: inputs (a miss rate, the SLA's 90%), and the shares and utilisations
+    # of a run, checked in test_scenario_claims_time.py
+    "flaky_eval_harness.toml": {"10%", "59%"},
+    "fleet_rate_limits.toml": {"5%"},
     "human_gate.toml": {"20%", "95%"},
     "lesson_25_steps.toml": {"99%", "95%"},
     "production_agent.toml": {"5%", "3%", "$0.03", "$0.10", "$0.01", "$0.05"},
     "shared_budget.toml": set(),
+    "support_reviewers.toml": {"85%", "90%", "100%", "57%", "43%", "80%"},
     "verifier_ceiling.toml": {"10%", "75.9%", "95%"},
 }
 
@@ -318,3 +339,48 @@ def test_production_agent_stricter_verifier_trades_silent_for_detected():
     assert stricter.silent_failure < base.silent_failure
     assert stricter.detected_failure > base.detected_failure
     assert stricter.cost_per_success < base.cost_per_success
+
+
+def test_eval_agent_homogeneous_prediction_and_heterogeneous_pass_hat_k():
+    # 0.95**10 = 0.599, and pass^k = 0.599**k if every task were alike
+    s = _load("eval_agent.toml")
+    assert evaluate(s).success == pytest.approx(formulas.compound(0.95, 10), abs=1e-12)
+    assert round(formulas.compound(0.95, 10), 3) == 0.599
+    # the notebook's tasks: per-step success ~ Beta(10 * 0.95, 10 * 0.05), so pass^k = E[p**10k]
+    # (the Beta moments); pass^k falls much more slowly than 0.599**k, and than pass@1**k
+    alpha, beta = 10 * s.p, 10 * (1 - s.p)
+    pass_hat = [formulas.latent_difficulty_chain(alpha, beta, 10 * k) for k in range(1, 6)]
+    for k in range(2, 6):
+        assert pass_hat[k - 1] / pass_hat[k - 2] > pass_hat[0] > 0.599
+    assert pass_hat[4] > 5 * 0.599**5 and pass_hat[4] > 2 * pass_hat[0] ** 5
+
+
+def _segments_cost(steps: int, every: int, p: float, check: float) -> float:
+    """Expected cost when every error is caught and the segment redone until clean: a segment
+    of k steps costs (k + C) / p**k (geometric number of tries); the last may be shorter."""
+    sizes = [every] * (steps // every) + ([steps % every] if steps % every else [])
+    return sum((k + check) / p**k for k in sizes)
+
+
+@pytest.mark.slow
+def test_checkpoint_spacing_optimum_and_its_closed_form(capsys):
+    import json
+
+    from relsim.cli import main
+
+    s = _load("checkpoint_spacing.toml")
+    assert s.verifier is None and s.checkpoints.detect == 1.0 and s.cost.checkpoint == 2.0
+    costs = {}
+    for every in range(1, s.steps + 1):
+        out = evaluate(_replace(s, "checkpoints", every=every))
+        # rollbacks = 40 are never exhausted in practice, so the redo-until-clean form holds
+        assert out.detected_failure < 1e-9 and out.silent_failure == 0.0
+        assert out.expected_cost == pytest.approx(_segments_cost(40, every, 0.98, 2.0), rel=1e-9)
+        costs[every] = out.expected_cost
+    assert min(costs, key=costs.get) == 10  # every 10 steps is the least
+    assert costs[5] > costs[10] and costs[1] > costs[5] and costs[40] > costs[10]
+    assert math.sqrt(2 / 0.02) == pytest.approx(10)
+    # `relsim solve scenarios/checkpoint_spacing.toml --for checkpoints --target 0.99`
+    path = str(SCENARIOS / "checkpoint_spacing.toml")
+    assert main(["solve", path, "--for", "checkpoints", "--target", "0.99", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == 10
