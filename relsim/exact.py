@@ -40,10 +40,11 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from relsim.errors import invalid
+from relsim.limits import WorkEstimate
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "work_estimate"]
 
 #: Default error tolerance of the quadrature (an estimate that is pessimistic by orders of
 #: magnitude: tests/test_exact.py measures the true error below 1e-10 at this setting).
@@ -101,7 +102,14 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
     >>> round(out.success, 6), round(out.detected_failure, 6), round(out.expected_attempts, 6)
     (0.975298, 0.024702, 27.419539)
     """
-    values, _ = _evaluate(as_scenario(scenario), tol)
+    scenario = as_scenario(scenario)
+    _check_tol(tol)
+    work_estimate(scenario).check(
+        "scenario",
+        "use relsim simulate (Monte Carlo) for this scenario, or lower the budgets "
+        "(retries.total, retries.per_step, checkpoints.rollbacks) or the steps",
+    )
+    values, _ = _evaluate(scenario, tol)
     success, silent, detected = (min(1.0, max(0.0, float(values[k]))) for k in range(3))
     return Outcome(
         success=success,
@@ -113,22 +121,194 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
 
 
 def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
-    """The five expectations and the number of task-effect nodes used."""
+    """The five expectations and the number of task-effect nodes used (no work check)."""
+    _check_tol(tol)
+    model = _Model.from_scenario(scenario, float(tol))
+    grids: dict[tuple, _StepEffectGrid] = {}  # shared by every round of task-effect nodes
+    if model.task_sd == 0.0:
+        values, used = _conditional(model, np.zeros(1), grids)[:, 0], 1
+    else:
+
+        def conditional(z: np.ndarray) -> np.ndarray:
+            # with a row of ones: dividing by its integral makes the weights sum to exactly 1
+            return np.vstack([_conditional(model, model.task_sd * z, grids), np.ones(z.size)])
+
+        values, used = _integrate_normal(conditional, float(tol))
+        values = values[:-1] / values[-1]
+    with np.errstate(over="ignore"):  # a cost past the float range is stated as infinite
+        values[_COST] *= model.cost_unit
+    return values, used
+
+
+def _check_tol(tol: Any) -> None:
     if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (
         0.0 < tol <= 1e-3
     ):
         raise invalid("tol", "a number in (0, 1e-3]", tol)
-    model = _Model.from_scenario(scenario, float(tol))
-    grids: dict[tuple, _StepEffectGrid] = {}  # shared by every round of task-effect nodes
-    if model.task_sd == 0.0:
-        return _conditional(model, np.zeros(1), grids)[:, 0], 1
 
-    def conditional(z: np.ndarray) -> np.ndarray:
-        # with a row of ones: dividing by its integral makes the weights sum to exactly 1
-        return np.vstack([_conditional(model, model.task_sd * z, grids), np.ones(z.size)])
 
-    values, used = _integrate_normal(conditional, float(tol))
-    return values[:-1] / values[-1], used
+def _budgets(s: Scenario) -> tuple[np.ndarray, int | None]:
+    """Retries allowed per execution of each step, and the task-wide budget when it binds."""
+    rollbacks = 0 if s.checkpoints is None else s.checkpoints.rollbacks
+    total = s.total_retries
+    cap = np.array(s.per_step_array, dtype=np.int64)
+    if total is not None:
+        cap = np.minimum(cap, total)
+        # Each step runs at most rollbacks + 1 times, so a total that covers every
+        # possible retry never binds, and its counter need not be tracked.
+        if total >= int(cap.sum()) * (rollbacks + 1):
+            total = None
+    return cap, total
+
+
+def _cost_unit(s: Scenario) -> float:
+    """The power of two that the costs are divided by while they are summed.
+
+    1 for costs of ordinary size. Costs near the float range (1e160 per attempt, summed over
+    many attempts) would overflow in the sums, and tiny ones underflow: those are held in
+    units of the power of two at the largest cost, which rescales exactly, and the expected
+    cost is multiplied back at the end (infinite, stated as such, when it exceeds the range).
+    """
+    largest = max(
+        float(np.max(s.attempt_cost_array)) + s.cost.verify, s.cost.checkpoint, s.cost.rollback
+    )
+    if largest == 0.0 or 2.0**-256 <= largest <= 2.0**256:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(largest)[1])
+
+
+# ------------------------------------------------------------------- the work estimate
+# Rates measured on the calibration machine (benchmarks/limits_calibration.py: two busy
+# cores, numpy 2.4): seconds per numpy-level operation of the forward pass, per execution of
+# a step; per kernel built; per retry level of a kernel; per multiply-add of the big products
+# and per value copied into the stacked shifts.
+_SECONDS_PER_EXECUTION = 40e-6
+_SECONDS_PER_SHIFT = 10e-6
+_SECONDS_PER_KERNEL = 250e-6
+_SECONDS_PER_LEVEL = 12e-6
+_SECONDS_PER_MULTIPLY_ADD = 0.3e-9
+# A product of more than _PRODUCT_LIMIT multiply-adds per node runs on OpenBLAS's threads,
+# which on a busy machine is far slower per multiply-add (see _PRODUCT_LIMIT).
+_SECONDS_PER_THREADED_MULTIPLY_ADD = 5e-9
+_SECONDS_PER_COPY = 1.0e-9
+# Task-effect nodes: the first round of the adaptive rule has 6 panels of 15 nodes, and the
+# later rounds, on the panels that did not converge, add about as many again in all.
+_FIRST_ROUND_NODES = 90
+_ROUNDS = 2
+
+
+def work_estimate(scenario: Scenario | Mapping[str, Any]) -> WorkEstimate:
+    r"""The time and memory ``evaluate`` will take on a scenario, estimated before it starts.
+
+    The forward pass holds, for each of :math:`n_z` task-effect nodes, a state over the
+    tainted and confusion states (:math:`2C`), the doomed bit (:math:`D`) and the retries used
+    (:math:`R = 	ext{total} + 1` when the task budget binds, else 1); one execution of a step
+    is a product with :math:`K = 	ext{per\_step} + 1` stacked shifts (1 without a binding
+    total), and the pass makes about :math:`(	ext{rollbacks} + 1)\, n` executions:
+
+    .. math::
+
+        	ext{memory} pprox 8\,n_z\,2C\,D\,R\,(K + 3 + P)\ 	ext{bytes},\qquad
+        	ext{time} pprox (	ext{rollbacks} + 1)\, n\,
+            (t_0 + t_1\, n_z (2C + 1)\, K\, 2C\, D R),
+
+    plus each distinct step kernel (:math:`P` counts the rollback targets held, one per
+    checkpoint position). The rates :math:`t_0, t_1` were measured on a small, busy machine
+    (``benchmarks/limits_calibration.py``); the estimate is meant to be within a few times the
+    truth there, to refuse hours and hundreds of GiB, not to time a run.
+
+    Parameters
+    ----------
+    scenario : relsim.Scenario or mapping
+
+    Returns
+    -------
+    relsim.limits.WorkEstimate
+        ``seconds``, ``memory`` (bytes) and ``detail`` (what drives them). ``evaluate``
+        refuses when ``estimate.check`` does (over ``relsim.limits.time_limit()`` or
+        ``memory_limit()``).
+
+    Examples
+    --------
+    Reference value R1 is instant; a binding task budget of a million retries on 100,000
+    steps is not:
+
+    >>> from relsim.exact import work_estimate
+    >>> r1 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}}
+    >>> work_estimate(r1).seconds < 0.1
+    True
+    >>> huge = {"steps": 100000, "p": 0.9, "verifier": {"miss": 0.1},
+    ...         "retries": {"per_step": 10000, "total": 1000000}}
+    >>> work_estimate(huge).memory > 100 * 2**30
+    True
+    """
+    s = as_scenario(scenario)
+    n = s.steps
+    cap, total = _budgets(s)
+    ck = s.checkpoints
+    positions = s.checkpoint_positions
+    rollbacks = 0 if ck is None else ck.rollbacks
+    c = 1 if s.correlation.confusion is None else 2
+    n_r = 1 if total is None else total + 1
+    n_d = 2 if positions else 1
+    task_sd, step_sd = s.correlation.task_sd, s.correlation.step_sd
+    n_z, rounds = (1, 1) if task_sd == 0 else (_FIRST_ROUND_NODES, _ROUNDS)
+    entries = 2 * c * c + c
+
+    # Distinct step kernels and their retry levels.
+    keys = np.stack(
+        [s.p_array, s.miss_array, s.false_reject_array, cap.astype(float)], axis=1
+    )
+    levels = np.unique(keys, axis=0)[:, 3] + 1  # cap + 1 per distinct kernel
+    n_kernels = levels.size
+    shifts = int(levels.max()) if total is not None else 1
+    grid = 0
+    if step_sd > 0:
+        grid = 2 * math.ceil(_LIMIT * (task_sd + step_sd) / (2 * 0.3 * min(1.0, step_sd))) * 2 + 1
+    points = grid if grid else n_z
+    kernel_cells = (
+        n_z * 2 * c * 2 * c * (levels if total is not None else 1) * 5  # move and its variants
+        + n_z * c * n_r * 2  # lost
+        + levels * entries * (2 * points + 2 * n_z)  # values, grid values and rules
+    ).sum()
+
+    state = n_z * 2 * c * n_d * n_r
+    held = len(positions) * n_z * n_d * n_r if rollbacks and positions else 0
+    memory = 8.0 * (kernel_cells + state * (shifts + 3) + held)
+
+    rolls_back = bool(positions) and rollbacks > 0 and (
+        (ck.detect > 0 and s.miss_array.max() > 0) or ck.false_alarm > 0
+    )
+    executions = n * (rollbacks + 1 if rolls_back else 1)
+    product = (2 * c + 1) * shifts * 2 * c * n_d * n_r  # multiply-adds per node
+    rate = _SECONDS_PER_MULTIPLY_ADD if product <= _PRODUCT_LIMIT else (
+        _SECONDS_PER_THREADED_MULTIPLY_ADD
+    )
+    per_execution = (
+        _SECONDS_PER_EXECUTION
+        + _SECONDS_PER_SHIFT * shifts
+        + rate * n_z * product
+        + _SECONDS_PER_COPY * state * shifts
+    )
+    kernels = (
+        n_kernels * _SECONDS_PER_KERNEL
+        + levels.sum() * (_SECONDS_PER_LEVEL * c * c + _SECONDS_PER_MULTIPLY_ADD * c**3 * points)
+        + _SECONDS_PER_MULTIPLY_ADD * 2 * n_z * grid * (levels.sum() * entries)
+    )
+    seconds = rounds * (executions * per_execution + kernels)
+
+    drivers = [f"{n} steps"]
+    if rolls_back:
+        drivers.append(f"{rollbacks} rollbacks: about {executions:,} step executions")
+    if total is not None:
+        drivers.append(f"a binding retries.total = {total}: {n_r:,} counter states")
+        if shifts > 1:
+            drivers.append(f"per_step up to {shifts - 1}")
+    if n_kernels > 1:
+        drivers.append(f"{n_kernels} distinct steps")
+    if task_sd > 0:
+        drivers.append(f"task_sd: {n_z} task-effect nodes per round")
+    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=", ".join(drivers))
 
 
 # ----------------------------------------------------------------------------- the model
@@ -142,13 +322,14 @@ class _Model:
     false_reject: np.ndarray  # (steps,)
     cap: np.ndarray  # (steps,) retries allowed per execution (per_step, capped by total)
     total: int | None  # the task-wide budget when it can bind, else None
-    attempt_cost: np.ndarray  # (steps,) attempt + verify cost
+    attempt_cost: np.ndarray  # (steps,) attempt + verify cost, in units of cost_unit
     positions: frozenset[int]
     detect: float
     false_alarm: float
     rollbacks: int
-    checkpoint_cost: float
+    checkpoint_cost: float  # in units of cost_unit, as rollback_cost
     rollback_cost: float
+    cost_unit: float  # a power of two: costs are held divided by it (see _cost_unit)
     confusion: tuple[float, float, float] | None  # enter, recover, factor
     task_sd: float
     step_sd: float
@@ -158,14 +339,8 @@ class _Model:
     def from_scenario(cls, s: Scenario, tol: float) -> "_Model":
         ck = s.checkpoints
         rollbacks = 0 if ck is None else ck.rollbacks
-        total = s.total_retries
-        cap = np.array(s.per_step_array, dtype=np.int64)
-        if total is not None:
-            cap = np.minimum(cap, total)
-            # Each step runs at most rollbacks + 1 times, so a total that covers every
-            # possible retry never binds, and its counter need not be tracked.
-            if total >= int(cap.sum()) * (rollbacks + 1):
-                total = None
+        cap, total = _budgets(s)
+        unit = _cost_unit(s)
         conf = s.correlation.confusion
         return cls(
             steps=s.steps,
@@ -174,13 +349,14 @@ class _Model:
             false_reject=np.array(s.false_reject_array, dtype=float),
             cap=cap,
             total=total,
-            attempt_cost=np.array(s.attempt_cost_array, dtype=float) + s.cost.verify,
+            attempt_cost=(np.array(s.attempt_cost_array, dtype=float) + s.cost.verify) / unit,
             positions=frozenset(s.checkpoint_positions),
             detect=1.0 if ck is None else ck.detect,
             false_alarm=0.0 if ck is None else ck.false_alarm,
             rollbacks=rollbacks,
-            checkpoint_cost=s.cost.checkpoint,
-            rollback_cost=s.cost.rollback,
+            checkpoint_cost=s.cost.checkpoint / unit,
+            rollback_cost=s.cost.rollback / unit,
+            cost_unit=unit,
             confusion=None if conf is None else (conf.enter, conf.recover, conf.factor),
             task_sd=s.correlation.task_sd,
             step_sd=s.correlation.step_sd,
