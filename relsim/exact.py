@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from relsim.errors import invalid
-from relsim.limits import WorkEstimate
+from relsim.limits import WorkEstimate, cost_unit
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario
 
@@ -159,22 +159,6 @@ def _budgets(s: Scenario) -> tuple[np.ndarray, int | None]:
         if total >= int(cap.sum()) * (rollbacks + 1):
             total = None
     return cap, total
-
-
-def _cost_unit(s: Scenario) -> float:
-    """The power of two that the costs are divided by while they are summed.
-
-    1 for costs of ordinary size. Costs near the float range (1e160 per attempt, summed over
-    many attempts) would overflow in the sums, and tiny ones underflow: those are held in
-    units of the power of two at the largest cost, which rescales exactly, and the expected
-    cost is multiplied back at the end (infinite, stated as such, when it exceeds the range).
-    """
-    largest = max(
-        float(np.max(s.attempt_cost_array)) + s.cost.verify, s.cost.checkpoint, s.cost.rollback
-    )
-    if largest == 0.0 or 2.0**-256 <= largest <= 2.0**256:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(largest)[1])
 
 
 # ------------------------------------------------------------------- the work estimate
@@ -329,7 +313,7 @@ class _Model:
     rollbacks: int
     checkpoint_cost: float  # in units of cost_unit, as rollback_cost
     rollback_cost: float
-    cost_unit: float  # a power of two: costs are held divided by it (see _cost_unit)
+    cost_unit: float  # a power of two: costs are held divided by it (limits.cost_unit)
     confusion: tuple[float, float, float] | None  # enter, recover, factor
     task_sd: float
     step_sd: float
@@ -340,7 +324,7 @@ class _Model:
         ck = s.checkpoints
         rollbacks = 0 if ck is None else ck.rollbacks
         cap, total = _budgets(s)
-        unit = _cost_unit(s)
+        unit = cost_unit(s)
         conf = s.correlation.confusion
         return cls(
             steps=s.steps,

@@ -1,0 +1,123 @@
+r"""The time and memory a Monte Carlo run will take, estimated before it starts.
+
+Private; ``simulate`` refuses a run over ``relsim.limits`` with it, and
+``relsim.montecarlo.work_estimate`` exposes it. Numpy only (no numba).
+
+A trial's work is its attempts plus its step executions. Both are bounded in expectation
+from the scenario without simulating: an execution of step :math:`i` makes on average
+:math:`S_i = (1 - q_i^{r_i+1}) / (1 - q_i)` attempts (docs/model.md section 2) and accepts a
+wrong result with probability :math:`w_i S_i`; a segment between checkpoints is caught with
+at most ``false_alarm`` plus ``detect`` times the chance that it holds a wrong result, so it
+runs on average at most :math:`1/(1-c)` times, within the rollback budget. Random effects and
+confusion lower :math:`p`: the estimate takes :math:`p` at two standard deviations of the
+effects below, times ``factor`` (more rejections, more taint), which is pessimistic for
+ordinary designs and exact in its order of magnitude for the runaway ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from relsim.limits import WorkEstimate
+from relsim.scenario import Scenario, as_scenario
+
+# Seconds per attempt and per step execution, one thread, on the calibration machine
+# (benchmarks/limits_calibration.py; two busy cores).
+_SIMPLE_ATTEMPT = 5e-9
+_GENERAL_ATTEMPT = 25e-9
+_GENERAL_EXECUTION = 40e-9  # a step effect: normals, expit and thresholds per execution
+# Bytes per recorded trial: the kernel's record (8 columns of 8 bytes), the DataFrame built
+# from it, and what printing or JSON makes of it.
+_RECORD_BYTES = 8 * 8 * 3
+# What a run holds whatever its size: the histograms of each task in flight, numba and LLVM.
+_FIXED_BYTES = 200 * 2**20
+
+
+def work_estimate(
+    scenario: Scenario | Mapping[str, Any], trials: int, threads: int = 1, record: int = 0
+) -> WorkEstimate:
+    """Expected seconds and peak bytes of ``simulate(scenario, trials, threads=threads,
+    record=record)`` (see the module docstring); ``threads`` (busy cores) divides the time.
+
+    Examples
+    --------
+    A million trials of reference value R1 take a moment; recording 10**8 trials does not fit
+    in a few GiB:
+
+    >>> from relsim.montecarlo import work_estimate
+    >>> r1 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}}
+    >>> work_estimate(r1, 10**6).seconds < 5
+    True
+    >>> work_estimate(r1, 10**8, record=10**8).memory > 4 * 2**30
+    True
+    """
+    scenario = as_scenario(scenario)
+    n = scenario.steps
+    p = np.asarray(scenario.p_array, dtype=float)
+    correlation = scenario.correlation
+    spread = 2.0 * float(np.hypot(correlation.task_sd, correlation.step_sd))
+    if spread > 0:
+        inner = np.clip(p, 1e-300, 1 - 1e-16)
+        low = 1.0 / (1.0 + np.exp(-(np.log(inner) - np.log1p(-inner) - spread)))
+        p_low = np.where((p == 0) | (p == 1), p, low)
+    else:
+        p_low = p
+    if correlation.confusion is not None:
+        p_low = p_low * correlation.confusion.factor
+    miss = np.asarray(scenario.miss_array, dtype=float)
+    false_reject = np.asarray(scenario.false_reject_array, dtype=float)
+    retries = np.asarray(scenario.per_step_array, dtype=float)
+    if scenario.total_retries is not None:
+        retries = np.minimum(retries, scenario.total_retries)
+
+    def per_execution(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rejected = prob * false_reject + (1 - prob) * (1 - miss)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            attempts = np.where(
+                rejected < 1, -np.expm1((retries + 1) * np.log1p(-rejected)) / (1 - rejected),
+                retries + 1,
+            )
+        return attempts, (1 - prob) * miss * attempts
+
+    attempts_high, taint_high = per_execution(p)
+    attempts_low, taint_low = per_execution(p_low)
+    attempts = np.maximum(attempts_high, attempts_low)
+    taint = np.minimum(1.0, np.maximum(taint_high, taint_low))
+
+    executions = float(n)
+    work = float(attempts.sum())
+    checks = scenario.checkpoints
+    if checks is not None and checks.rollbacks > 0:
+        edges = (0, *scenario.checkpoint_positions)
+        extra_executions = extra_attempts = 0.0
+        for first, last in zip(edges, edges[1:]):
+            tainted = 1.0 - float(np.prod(1.0 - taint[first:last]))
+            caught = min(1.0, checks.false_alarm + checks.detect * tainted)
+            reruns = checks.rollbacks if caught >= 1.0 else min(checks.rollbacks, caught / (1 - caught))
+            extra_executions += reruns * (last - first)
+            extra_attempts += reruns * float(attempts[first:last].sum())
+        longest = max(b - a for a, b in zip(edges, edges[1:]))
+        bound = checks.rollbacks * longest  # the budget is shared by every segment
+        scale = min(1.0, bound / extra_executions) if extra_executions else 1.0
+        executions += extra_executions * scale
+        work += extra_attempts * scale
+
+    from relsim.montecarlo._inputs import kernel_input
+
+    simple = kernel_input(scenario).exact
+    if simple:
+        per_trial = work * _SIMPLE_ATTEMPT
+    else:
+        per_execution_cost = _GENERAL_EXECUTION if scenario.has_random_effects else 0.0
+        per_trial = work * _GENERAL_ATTEMPT + executions * per_execution_cost
+    seconds = trials * per_trial / max(1, threads)
+    memory = _FIXED_BYTES + record * _RECORD_BYTES
+    detail = (
+        f"about {work:,.0f} attempts per trial, {trials:,} trials on {threads} "
+        f"thread{'s' if threads != 1 else ''}"
+    )
+    if record:
+        detail += f", {record:,} recorded"
+    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
