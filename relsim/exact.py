@@ -333,7 +333,7 @@ class _Model:
             false_reject=np.array(s.false_reject_array, dtype=float),
             cap=cap,
             total=total,
-            attempt_cost=(np.array(s.attempt_cost_array, dtype=float) + s.cost.verify) / unit,
+            attempt_cost=np.array(s.attempt_cost_array, dtype=float) / unit + s.cost.verify / unit,
             positions=frozenset(s.checkpoint_positions),
             detect=1.0 if ck is None else ck.detect,
             false_alarm=0.0 if ck is None else ck.false_alarm,

@@ -74,11 +74,10 @@ def work_estimate(
 
     def per_execution(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rejected = prob * false_reject + (1 - prob) * (1 - miss)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            attempts = np.where(
-                rejected < 1, -np.expm1((retries + 1) * np.log1p(-rejected)) / (1 - rejected),
-                retries + 1,
-            )
+        below = np.minimum(rejected, 1 - 1e-12)  # S_r -> r + 1 as q -> 1
+        attempts = np.where(
+            rejected < 1 - 1e-12, (1 - below ** (retries + 1)) / (1 - below), retries + 1
+        )
         return attempts, (1 - prob) * miss * attempts
 
     attempts_high, taint_high = per_execution(p)
