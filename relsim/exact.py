@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from relsim._quadrature import _G_WEIGHTS, _GK_NODES, _GK_WEIGHTS, _LIMIT, _integrate_normal
 from relsim.errors import invalid
 from relsim.limits import WorkEstimate, cost_unit
 from relsim.results import Outcome
@@ -104,7 +105,7 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
     """
     scenario = as_scenario(scenario)
     _check_tol(tol)
-    work_estimate(scenario).check(
+    work_estimate(scenario, tol=tol).check(
         "scenario",
         "use relsim simulate (Monte Carlo) for this scenario, or lower the budgets "
         "(retries.total, retries.per_step, checkpoints.rollbacks) or the steps",
@@ -181,7 +182,9 @@ _FIRST_ROUND_NODES = 90
 _ROUNDS = 2
 
 
-def work_estimate(scenario: Scenario | Mapping[str, Any]) -> WorkEstimate:
+def work_estimate(
+    scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
+) -> WorkEstimate:
     r"""The time and memory ``evaluate`` will take on a scenario, estimated before it starts.
 
     The forward pass holds, for each of :math:`n_z` task-effect nodes, a state over the
@@ -204,6 +207,9 @@ def work_estimate(scenario: Scenario | Mapping[str, Any]) -> WorkEstimate:
     Parameters
     ----------
     scenario : relsim.Scenario or mapping
+    tol : float, default 1e-8
+        The quadrature tolerance ``evaluate`` will use: a tighter one takes more task-effect
+        nodes (at most about 4 times as many: below rounding, the rule stops refining).
 
     Returns
     -------
@@ -236,7 +242,9 @@ def work_estimate(scenario: Scenario | Mapping[str, Any]) -> WorkEstimate:
     n_r = 1 if total is None else total + 1
     n_d = 2 if positions else 1
     task_sd, step_sd = s.correlation.task_sd, s.correlation.step_sd
-    n_z, rounds = (1, 1) if task_sd == 0 else (_FIRST_ROUND_NODES, _ROUNDS)
+    _check_tol(tol)
+    tighter = min(4.0, 1.0 + max(0.0, -math.log10(tol) - 8.0) / 4.0)
+    n_z, rounds = (1, 1) if task_sd == 0 else (_FIRST_ROUND_NODES, _ROUNDS * tighter)
     entries = 2 * c * c + c
 
     # Distinct step kernels and their retry levels.
@@ -364,79 +372,8 @@ class _Model:
 
 
 # ------------------------------------------------------------------------- quadrature
-# Gauss-Kronrod 7-15 on [-1, 1] (QUADPACK qk15): the Kronrod nodes and weights, and the weights
-# of the 7-point Gauss rule on the odd-indexed nodes.
-_XGK = np.array([
-    0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
-    0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
-    0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
-    0.207784955007898467600689403773245, 0.0,
-])  # fmt: skip
-_WGK = np.array([
-    0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
-    0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
-    0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
-    0.204432940075298892414161999234649, 0.209482141084727828012999174891714,
-])  # fmt: skip
-_WG = np.array([
-    0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
-    0.381830050505118944950369775488975, 0.417959183673469387755102040816327,
-])  # fmt: skip
-
-
-_GK_NODES = np.concatenate([-_XGK[:-1], [0.0], _XGK[:-1][::-1]])
-_GK_WEIGHTS = np.concatenate([_WGK, _WGK[:-1][::-1]])
-_G_WEIGHTS = np.zeros(15)
-_G_WEIGHTS[1:7:2] = _WG[:3]
-_G_WEIGHTS[7] = _WG[3]
-_G_WEIGHTS[8:] = _G_WEIGHTS[:7][::-1]
-
-#: Integration range for a standard normal effect; P(|Z| > 8.5) = 1.9e-17.
-_LIMIT = 8.5
-_START_EDGES = np.array([-_LIMIT, -5.0, -2.5, 0.0, 2.5, 5.0, _LIMIT])
-_MIN_WIDTH = 1e-6
-
-
-def _integrate_normal(
-    f: Callable[[np.ndarray], np.ndarray], tol: float
-) -> tuple[np.ndarray, int]:
-    r"""Adaptive Gauss-Kronrod integral of a vector function against the normal density.
-
-    .. math::
-
-        I = \int_{-8.5}^{8.5} f(x)\,\phi(x)\,dx
-
-    ``f`` maps nodes of shape ``(m,)`` to values of shape ``(..., m)``; every round evaluates
-    all new panels in one call. A panel is kept when its error estimate (QUADPACK's
-    :math:`(200\,|K_{15} - G_7|)^{3/2}`, relative to :math:`\max(1, |I|)` per component) is
-    within its share of ``tol``, and halved otherwise; so the kept errors sum to at most
-    ``tol``. Returns the integral and the number of nodes used.
-    """
-    pending = np.stack([_START_EDGES[:-1], _START_EDGES[1:]], axis=1)  # (panels, 2)
-    total: np.ndarray | float = 0.0
-    used = 0
-    while len(pending):
-        middle = pending.mean(axis=1)
-        half = (pending[:, 1] - pending[:, 0]) / 2
-        x = middle[:, None] + half[:, None] * _GK_NODES  # (panels, 15)
-        values = f(x.ravel())
-        values = values.reshape(values.shape[:-1] + x.shape)
-        used += x.size
-        weight = half[:, None] * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
-        kronrod = np.einsum("...pk,pk->...p", values, weight * _GK_WEIGHTS)
-        gauss = np.einsum("...pk,pk->...p", values, weight * _G_WEIGHTS)
-        scale = np.maximum(1.0, np.abs(total + kronrod.sum(axis=-1)))[..., None]
-        raw = np.abs(kronrod - gauss) / scale
-        estimate = np.minimum(raw, (200.0 * raw) ** 1.5)
-        worst = estimate.reshape(-1, len(pending)).max(axis=0)
-        done = (worst <= tol * 2 * half / (2 * _LIMIT)) | (half < _MIN_WIDTH)
-        total = total + kronrod[..., done].sum(axis=-1)
-        split = pending[~done]
-        cut = split.mean(axis=1)
-        pending = np.concatenate(
-            [np.stack([split[:, 0], cut], axis=1), np.stack([cut, split[:, 1]], axis=1)]
-        )
-    return np.asarray(total), used
+_EPS = float(np.finfo(float).eps)
+_KERNEL_NOISE = 256 * _EPS  # see _StepEffectGrid.integrate
 
 
 def _shift(p: float, x: np.ndarray) -> np.ndarray:
@@ -657,7 +594,11 @@ class _StepEffectGrid:
         """
         while True:
             fine, coarse = self._rules(z_shift, bands)
-            if np.abs(fine - coarse).max() <= self.model.kernel_tol or self.h < 1e-4:
+            # The values are probabilities summed over the grid: a difference within a few
+            # hundred rounding errors is noise that no finer grid removes.
+            if np.abs(fine - coarse).max() <= max(self.model.kernel_tol, _KERNEL_NOISE) or (
+                self.h < 1e-4
+            ):
                 return fine
             self._build(self.h / 2)
 

@@ -167,7 +167,8 @@ def cost_unit(scenario: Any) -> float:
     >>> from relsim import Scenario
     >>> cost_unit(Scenario.from_dict({"steps": 3, "p": 0.9}))
     1.0
-    >>> cost_unit(Scenario.from_dict({"steps": 3, "p": 0.9, "cost": {"attempt": 1e160}})) == 2.0**531
+    >>> costly = Scenario.from_dict({"steps": 3, "p": 0.9, "cost": {"attempt": 1e160}})
+    >>> cost_unit(costly) == 2.0**531
     True
     """
     cost = scenario.cost

@@ -219,7 +219,8 @@ def test_a_file_over_the_size_limit_is_refused(tmp_path):
 def test_deep_nesting_is_one_error_naming_the_file_and_line(tmp_path, value):
     path = tmp_path / "deep.toml"
     path.write_text(f"steps = 3\np = 0.9\nname = 'x'\nx = {value}\n")
-    with pytest.raises(ScenarioError, match=rf"deep.toml line 4: must nest .* at most {MAX_NESTING}"):
+    expected = rf"deep.toml line 4: must nest .* at most {MAX_NESTING}"
+    with pytest.raises(ScenarioError, match=expected):
         Scenario.from_toml(path)
 
 

@@ -94,7 +94,10 @@ def work_estimate(
         for first, last in zip(edges, edges[1:]):
             tainted = 1.0 - float(np.prod(1.0 - taint[first:last]))
             caught = min(1.0, checks.false_alarm + checks.detect * tainted)
-            reruns = checks.rollbacks if caught >= 1.0 else min(checks.rollbacks, caught / (1 - caught))
+            # a segment caught with probability c runs again c / (1 - c) times on average
+            reruns = checks.rollbacks if caught >= 1.0 else min(
+                checks.rollbacks, caught / (1 - caught)
+            )
             extra_executions += reruns * (last - first)
             extra_attempts += reruns * float(attempts[first:last].sum())
         longest = max(b - a for a, b in zip(edges, edges[1:]))

@@ -62,7 +62,9 @@ def kernel_input(scenario: Scenario, force_general: bool = False) -> KernelInput
     total = scenario.total_retries
     cost = scenario.cost
     unit = cost_unit(scenario)
-    attempt_cost = np.array(scenario.attempt_cost_array, dtype=np.float64) / unit + cost.verify / unit
+    attempt_cost = (
+        np.array(scenario.attempt_cost_array, dtype=np.float64) / unit + cost.verify / unit
+    )
     checkpoint_cost = cost.checkpoint / unit
     rollback_cost = cost.rollback / unit
     positions = scenario.checkpoint_positions

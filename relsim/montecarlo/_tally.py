@@ -195,7 +195,11 @@ def simulated_outcome(
     if n_success > 0:
         ratio = e.mean_cost / success
         # Var(C - R S) = Var(C) - 2 R Cov(C, S) + R^2 Var(S)
-        spread = e.var_cost - 2.0 * ratio * e.cov_cost_success + ratio * ratio * success * (1.0 - success)
+        spread = (
+            e.var_cost
+            - 2.0 * ratio * e.cov_cost_success
+            + ratio * ratio * success * (1.0 - success)
+        )
         se["cost_per_success"] = math.sqrt(max(0.0, spread) * sample / n) / success
         intervals["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
     else:

@@ -110,7 +110,9 @@ def run_in_order(
     return merged
 
 
-def _unless_stopped(run_task: Callable[[Any, InterruptFlag], Any], task: Any, stop: InterruptFlag) -> Any:
+def _unless_stopped(
+    run_task: Callable[[Any, InterruptFlag], Any], task: Any, stop: InterruptFlag
+) -> Any:
     """Run a queued task, or nothing when the stop came while it waited (None: no result)."""
     if stop.is_set:
         return None
