@@ -133,7 +133,8 @@ def format_seconds(seconds: float) -> str:
         return f"{seconds / 3600:.2g} h"
     if seconds < 365 * 86400:
         return f"{seconds / 86400:.0f} days"
-    return f"{seconds / (365.25 * 86400):.2g} years"
+    years = seconds / (365.25 * 86400)
+    return f"{years:.2g} year{'s' if f'{years:.2g}' != '1' else ''}"
 
 
 def format_bytes(size: float) -> str:
