@@ -375,15 +375,15 @@ def test_a_kernel_told_to_stop_returns_after_one_slice_with_the_trials_it_did(ex
     monkeypatch.setattr(_driver, "SIMPLE_SLICE", 1000)
     monkeypatch.setattr(_driver, "GENERAL_SLICE", 1000)
     s = scenario("R1" if exact else "R7")
-    kernel = _driver._Kernel(_inputs.kernel_input(s))
+    kernel = _driver._Kernel(_inputs.kernel_input(s), attempts_per_trial=25.0)
     assert kernel.prepared.exact is exact
     stop = InterruptFlag()
     stop.set()
     record = Record.empty(2 * BLOCK_TRIALS)
     result = kernel.run(np.random.SeedSequence(1), range(2), 2 * BLOCK_TRIALS, record, stop)
     tally = kernel.tally().add(result)
-    # 1000 attempts of trials that make at least 9 each: one slice of ~40-110 trials
-    assert 9 <= tally.trials <= 1000 // 9 + 1
+    # a slice of 1000 attempts at 25 attempts a trial: 40 trials, then the stop is seen
+    assert tally.trials == 40
     assert (record.outcome[: tally.trials] >= 0).all()
     assert (record.outcome[tally.trials :] < 0).all()
 

@@ -23,7 +23,7 @@ import numpy as np
 from relsim.errors import invalid
 from relsim.montecarlo._checks import available_cores, block_state, check_int, check_seed
 from relsim.limits import WorkEstimate, memory_limit, time_limit
-from relsim.montecarlo._estimate import work_estimate
+from relsim.montecarlo._estimate import expected_work, work_estimate
 from relsim.montecarlo._inputs import KernelInput, kernel_input
 from relsim.montecarlo._layout import BlockSums, Histogram, Record, Streams
 from relsim.montecarlo._tally import ExactTally, GeneralResult, StreamTally, simulated_outcome
@@ -34,8 +34,9 @@ from relsim.scenario import Scenario, as_scenario
 #: Trials per block: the unit of seeding. Changing it changes the trials a seed draws.
 BLOCK_TRIALS = 1 << 16
 
-#: Attempts per kernel call (a slice of work, after which a stop is seen: 10-50 ms on the
-#: calibration machine). Only the scheduling: the trials do not depend on it.
+#: Attempts per kernel call, turned into trials with the expected attempts per trial (a
+#: slice of work, after which a stop is seen: 10-50 ms on the calibration machine). Only the
+#: scheduling: the trials do not depend on it.
 SIMPLE_SLICE = 1 << 22
 GENERAL_SLICE = 1 << 20
 
@@ -177,7 +178,7 @@ def simulate(
     estimate.check("trials", _advice(trials, estimate))
 
     prepared = kernel_input(scenario, force_general=_FORCE_GENERAL)
-    kernel = _Kernel(prepared)
+    kernel = _Kernel(prepared, expected_work(scenario)[0])
     n_blocks = -(-trials // BLOCK_TRIALS)
     if blocks_per_task is None:
         blocks_per_task = min(_DEFAULT_MAX_BLOCKS_PER_TASK, max(1, -(-n_blocks // (4 * threads))))
@@ -239,13 +240,14 @@ def _fitting(count: int, estimate: float, limit: float) -> int:
 class _Kernel:
     """The kernel that runs a scenario, called on consecutive blocks of trials."""
 
-    def __init__(self, prepared: KernelInput) -> None:
+    def __init__(self, prepared: KernelInput, attempts_per_trial: float = 1.0) -> None:
         from relsim.montecarlo import _kernels  # numba: only when something is simulated
 
         self.prepared = prepared
         self._function = _kernels.run_simple if prepared.exact else _kernels.run_general
-        # Attempts per kernel call: a slice of some 10-50 ms, after which a stop is seen.
-        self._budget = SIMPLE_SLICE if prepared.exact else GENERAL_SLICE
+        # Trials per kernel call: a slice of some 10-50 ms, after which a stop is seen.
+        attempts = SIMPLE_SLICE if prepared.exact else GENERAL_SLICE
+        self._budget = max(1, int(attempts / max(1.0, attempts_per_trial)))
         # Compile it (or load it from numba's cache) here, in the calling thread, on no
         # trials, before any worker runs it.
         self.run(np.random.SeedSequence(0), range(0), 0, Record.empty(0), InterruptFlag())

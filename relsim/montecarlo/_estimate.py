@@ -54,6 +54,28 @@ def work_estimate(
     True
     """
     scenario = as_scenario(scenario)
+    work, executions = expected_work(scenario)
+    from relsim.montecarlo._inputs import kernel_input
+
+    simple = kernel_input(scenario).exact
+    if simple:
+        per_trial = work * _SIMPLE_ATTEMPT
+    else:
+        per_execution_cost = _GENERAL_EXECUTION if scenario.has_random_effects else 0.0
+        per_trial = work * _GENERAL_ATTEMPT + executions * per_execution_cost
+    seconds = trials * per_trial / max(1, threads)
+    memory = _FIXED_BYTES + record * _RECORD_BYTES
+    detail = (
+        f"about {work:,.0f} attempts per trial, {trials:,} trials on {threads} "
+        f"thread{'s' if threads != 1 else ''}"
+    )
+    if record:
+        detail += f", {record:,} recorded"
+    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
+
+
+def expected_work(scenario: Scenario) -> tuple[float, float]:
+    """Attempts and step executions per trial, in expectation (pessimistic; see above)."""
     n = scenario.steps
     p = np.asarray(scenario.p_array, dtype=float)
     correlation = scenario.correlation
@@ -105,21 +127,4 @@ def work_estimate(
         scale = min(1.0, bound / extra_executions) if extra_executions else 1.0
         executions += extra_executions * scale
         work += extra_attempts * scale
-
-    from relsim.montecarlo._inputs import kernel_input
-
-    simple = kernel_input(scenario).exact
-    if simple:
-        per_trial = work * _SIMPLE_ATTEMPT
-    else:
-        per_execution_cost = _GENERAL_EXECUTION if scenario.has_random_effects else 0.0
-        per_trial = work * _GENERAL_ATTEMPT + executions * per_execution_cost
-    seconds = trials * per_trial / max(1, threads)
-    memory = _FIXED_BYTES + record * _RECORD_BYTES
-    detail = (
-        f"about {work:,.0f} attempts per trial, {trials:,} trials on {threads} "
-        f"thread{'s' if threads != 1 else ''}"
-    )
-    if record:
-        detail += f", {record:,} recorded"
-    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
+    return work, executions
