@@ -247,29 +247,39 @@ def work_estimate(
     n_z, rounds = (1, 1) if task_sd == 0 else (_FIRST_ROUND_NODES, _ROUNDS * tighter)
     entries = 2 * c * c + c
 
-    # Distinct step kernels and their retry levels.
-    keys = np.stack(
-        [s.p_array, s.miss_array, s.false_reject_array, cap.astype(float)], axis=1
-    )
-    levels = np.unique(keys, axis=0)[:, 3] + 1  # cap + 1 per distinct kernel
-    n_kernels = levels.size
-    shifts = int(levels.max()) if total is not None else 1
+    # Distinct step kernels (one when nothing varies by step) and their retry levels, cap + 1.
+    per_step_values = (s.p, s.miss_array if s.verifier is None else s.verifier.miss)
+    if s.verifier is not None:
+        per_step_values += (s.verifier.false_reject,)
+    if s.retries is not None:
+        per_step_values += (s.retries.per_step,)
+    if not any(isinstance(value, tuple) for value in per_step_values):
+        n_kernels, level_sum, level_max = 1, int(cap[0]) + 1, int(cap[0]) + 1
+    else:
+        keys = set(
+            zip(s.p_array.tolist(), s.miss_array.tolist(), s.false_reject_array.tolist(),
+                cap.tolist())
+        )  # a set of tuples: far quicker than np.unique(axis=0) on short chains
+        levels = [key[3] + 1 for key in keys]
+        n_kernels, level_sum, level_max = len(levels), sum(levels), max(levels)
+    shifts = level_max if total is not None else 1
     grid = 0
     if step_sd > 0:
         grid = 2 * math.ceil(_LIMIT * (task_sd + step_sd) / (2 * 0.3 * min(1.0, step_sd))) * 2 + 1
     points = grid if grid else n_z
     kernel_cells = (
-        n_z * 2 * c * 2 * c * (levels if total is not None else 1) * 5  # move and its variants
-        + n_z * c * n_r * 2  # lost
-        + levels * entries * (2 * points + 2 * n_z)  # values, grid values and rules
-    ).sum()
+        n_z * 2 * c * 2 * c * 5 * (level_sum if total is not None else n_kernels)  # move, variants
+        + n_kernels * n_z * c * n_r * 2  # lost
+        + level_sum * entries * (2 * points + 2 * n_z)  # values, grid values and rules
+    )
 
     state = n_z * 2 * c * n_d * n_r
     held = len(positions) * n_z * n_d * n_r if rollbacks and positions else 0
     memory = 8.0 * (kernel_cells + state * (shifts + 3) + held)
 
     rolls_back = bool(positions) and rollbacks > 0 and (
-        (ck.detect > 0 and s.miss_array.max() > 0) or ck.false_alarm > 0
+        (ck.detect > 0 and (s.verifier is None or np.any(s.miss_array > 0)))
+        or ck.false_alarm > 0
     )
     executions = n * (rollbacks + 1 if rolls_back else 1)
     product = (2 * c + 1) * shifts * 2 * c * n_d * n_r  # multiply-adds per node
@@ -284,8 +294,8 @@ def work_estimate(
     )
     kernels = (
         n_kernels * _SECONDS_PER_KERNEL
-        + levels.sum() * (_SECONDS_PER_LEVEL * c * c + _SECONDS_PER_MULTIPLY_ADD * c**3 * points)
-        + _SECONDS_PER_MULTIPLY_ADD * 2 * n_z * grid * (levels.sum() * entries)
+        + level_sum * (_SECONDS_PER_LEVEL * c * c + _SECONDS_PER_MULTIPLY_ADD * c**3 * points)
+        + _SECONDS_PER_MULTIPLY_ADD * 2 * n_z * grid * (level_sum * entries)
     )
     seconds = rounds * (executions * per_execution + kernels)
 
