@@ -111,18 +111,20 @@ def expected_work(scenario: Scenario) -> tuple[float, float]:
     work = float(attempts.sum())
     checks = scenario.checkpoints
     if checks is not None and checks.rollbacks > 0:
-        edges = (0, *scenario.checkpoint_positions)
-        extra_executions = extra_attempts = 0.0
-        for first, last in zip(edges, edges[1:]):
-            tainted = 1.0 - float(np.prod(1.0 - taint[first:last]))
-            caught = min(1.0, checks.false_alarm + checks.detect * tainted)
-            # a segment caught with probability c runs again c / (1 - c) times on average
-            reruns = checks.rollbacks if caught >= 1.0 else min(
-                checks.rollbacks, caught / (1 - caught)
+        positions = np.asarray(scenario.checkpoint_positions)
+        starts = np.concatenate([[0], positions[:-1]])  # segment i is steps starts[i]..positions[i]
+        lengths = positions - starts
+        with np.errstate(divide="ignore"):
+            clean = np.exp(np.add.reduceat(np.log1p(-taint), starts))  # P(no taint) per segment
+        caught = np.minimum(1.0, checks.false_alarm + checks.detect * (1.0 - clean))
+        # a segment caught with probability c runs again c / (1 - c) times on average
+        with np.errstate(divide="ignore"):
+            reruns = np.where(
+                caught >= 1.0, checks.rollbacks, np.minimum(checks.rollbacks, caught / (1 - caught))
             )
-            extra_executions += reruns * (last - first)
-            extra_attempts += reruns * float(attempts[first:last].sum())
-        longest = max(b - a for a, b in zip(edges, edges[1:]))
+        extra_executions = float((reruns * lengths).sum())
+        extra_attempts = float((reruns * np.add.reduceat(attempts, starts)).sum())
+        longest = int(lengths.max())
         bound = checks.rollbacks * longest  # the budget is shared by every segment
         scale = min(1.0, bound / extra_executions) if extra_executions else 1.0
         executions += extra_executions * scale
