@@ -95,6 +95,16 @@ class WorkEstimate:
     memory: float
     detail: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{"seconds", "memory", "detail"}`` (JSON-ready through ``relsim.results.jsonable``)."""
+        return {"seconds": self.seconds, "memory": self.memory, "detail": self.detail}
+
+    def to_frame(self) -> Any:
+        """One row with the columns of ``to_dict``, as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()])
+
     def check(self, key: str, advice: str) -> "WorkEstimate":
         """Raise a ``RelsimError`` when over a limit; return ``self`` otherwise.
 

@@ -290,3 +290,11 @@ def test_tiny_costs_do_not_underflow():
     data = {"steps": 5, "p": 0.9, "cost": {"attempt": 1e-300}}
     assert evaluate(data).expected_cost == pytest.approx(5e-300, rel=1e-12)
     assert simulate(data, trials=1000, seed=3).expected_cost == pytest.approx(5e-300, rel=1e-12)
+
+
+def test_an_estimate_is_a_result_with_to_dict_and_to_frame():
+    estimate = exact_estimate(REFERENCE["R7"])
+    data = estimate.to_dict()
+    assert set(data) == {"seconds", "memory", "detail"} and data["seconds"] == estimate.seconds
+    frame = estimate.to_frame()
+    assert frame.shape == (1, 3) and frame["memory"].iloc[0] == estimate.memory
