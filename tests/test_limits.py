@@ -298,3 +298,23 @@ def test_an_estimate_is_a_result_with_to_dict_and_to_frame():
     assert set(data) == {"seconds", "memory", "detail"} and data["seconds"] == estimate.seconds
     frame = estimate.to_frame()
     assert frame.shape == (1, 3) and frame["memory"].iloc[0] == estimate.memory
+
+
+def test_relsim_evaluate_refuses_a_runaway_in_one_line(tmp_path, capsys):
+    from relsim.cli import main
+
+    path = tmp_path / "huge.toml"
+    path.write_text("steps = 100000\np = 0.9\n[verifier]\nmiss = 0.1\n"
+                    "[retries]\nper_step = 10000\ntotal = 1000000\n")
+    code = main(["evaluate", str(path)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.startswith("relsim: error: scenario: must be within about 60 s")
+    assert "149 GiB" in captured.err and captured.err.count("\n") == 1
+
+
+def test_relsim_evaluate_of_an_endless_file_stops(capsys):
+    from relsim.cli import main
+
+    assert main(["evaluate", "/dev/zero"]) == 2
+    assert "/dev/zero: must be a scenario file of at most 32 MiB" in capsys.readouterr().err
