@@ -5,10 +5,12 @@ Private; ``simulate`` refuses a run over ``relsim.limits`` with it, and
 
 A trial's work is its attempts plus its step executions. Both are bounded in expectation
 from the scenario without simulating: an execution of step :math:`i` makes on average
-:math:`S_i = (1 - q_i^{r_i+1}) / (1 - q_i)` attempts (docs/model.md section 2) and accepts a
-wrong result with probability :math:`w_i S_i`; a segment between checkpoints is caught with
-at most ``false_alarm`` plus ``detect`` times the chance that it holds a wrong result, so it
-runs on average at most :math:`1/(1-c)` times, within the rollback budget. Random effects and
+:math:`S_i = (1 - q_i^{r_i+1}) / (1 - q_i)` attempts (docs/model.md section 2), accepts a
+wrong result with probability :math:`w_i S_i` and runs out of retries with
+:math:`q_i^{r_i+1}` (the trial stops there, so a later step counts with the chance to reach
+it); a segment between checkpoints is caught with at most ``false_alarm`` plus ``detect``
+times the chance that it holds a wrong result, so it runs again :math:`c/(1-c)` times on
+average, within the rollback budget. Random effects and
 confusion lower :math:`p`: the estimate takes :math:`p` at two standard deviations of the
 effects below, times ``factor`` (more rejections, more taint), which is pessimistic for
 ordinary designs and exact in its order of magnitude for the runaway ones.
@@ -94,21 +96,25 @@ def expected_work(scenario: Scenario) -> tuple[float, float]:
     if scenario.total_retries is not None:
         retries = np.minimum(retries, scenario.total_retries)
 
-    def per_execution(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def per_execution(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rejected = prob * false_reject + (1 - prob) * (1 - miss)
         below = np.minimum(rejected, 1 - 1e-12)  # S_r -> r + 1 as q -> 1
         attempts = np.where(
             rejected < 1 - 1e-12, (1 - below ** (retries + 1)) / (1 - below), retries + 1
         )
-        return attempts, (1 - prob) * miss * attempts
+        return attempts, (1 - prob) * miss * attempts, rejected ** (retries + 1)
 
-    attempts_high, taint_high = per_execution(p)
-    attempts_low, taint_low = per_execution(p_low)
+    attempts_high, taint_high, exhaust_high = per_execution(p)
+    attempts_low, taint_low, exhaust_low = per_execution(p_low)
     attempts = np.maximum(attempts_high, attempts_low)
     taint = np.minimum(1.0, np.maximum(taint_high, taint_low))
+    # A trial stops where a step runs out of retries: step i runs only if every step before
+    # it was accepted (the likelier of the two p's, to stay on the high side).
+    exhaust = np.minimum(exhaust_high, exhaust_low)
+    reach = np.concatenate([[1.0], np.cumprod(1.0 - exhaust)[:-1]])
 
-    executions = float(n)
-    work = float(attempts.sum())
+    executions = float(reach.sum())
+    work = float((reach * attempts).sum())
     checks = scenario.checkpoints
     if checks is not None and checks.rollbacks > 0:
         positions = np.asarray(scenario.checkpoint_positions)
