@@ -318,3 +318,13 @@ def test_relsim_evaluate_of_an_endless_file_stops(capsys):
 
     assert main(["evaluate", "/dev/zero"]) == 2
     assert "/dev/zero: must be a scenario file of at most 32 MiB" in capsys.readouterr().err
+
+
+def test_a_trial_that_stops_at_its_first_step_is_not_refused_for_its_length():
+    # p = 0 with a perfect verifier: the first step exhausts its 10,000 retries and the trial
+    # stops there (10,001 attempts, detected), however many steps follow.
+    data = {"steps": MAX_STEPS, "p": 0.0, "verifier": {"miss": 0.0},
+            "retries": {"per_step": MAX_PER_STEP}}
+    assert "10,001 attempts per trial" in mc_estimate(data, 1).detail
+    outcome = simulate(data, trials=1000, seed=2)
+    assert outcome.detected_failure == 1.0 and outcome.expected_attempts == 10_001
