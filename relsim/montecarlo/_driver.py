@@ -20,9 +20,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from relsim.errors import invalid
+from relsim.errors import RelsimError, invalid
+from relsim.limits import WorkEstimate, format_seconds, memory_limit, time_limit
 from relsim.montecarlo._checks import available_cores, block_state, check_int, check_seed
-from relsim.limits import WorkEstimate, memory_limit, time_limit
 from relsim.montecarlo._estimate import expected_work, work_estimate
 from relsim.montecarlo._inputs import KernelInput, kernel_input
 from relsim.montecarlo._layout import BlockSums, Histogram, Record, Streams
@@ -39,6 +39,10 @@ BLOCK_TRIALS = 1 << 16
 #: scheduling: the trials do not depend on it.
 SIMPLE_SLICE = 1 << 22
 GENERAL_SLICE = 1 << 20
+
+#: Estimated seconds one trial may take: Ctrl-C is seen between trials, so a longer trial
+#: could not be stopped within about a second.
+TRIAL_LIMIT = 1.0
 
 _DEFAULT_MAX_BLOCKS_PER_TASK = 16
 
@@ -141,7 +145,9 @@ def simulate(
 
     Before it starts, the run's time and memory are estimated (``work_estimate``) and a run
     over ``relsim.limits.time_limit()`` (60 s) or ``memory_limit()`` (4 GiB) is refused
-    with a ``RelsimError`` naming the estimate and the trials (or recorded trials) that fit.
+    with a ``RelsimError`` naming the estimate and the trials (or recorded trials) that fit,
+    and so is a scenario whose single trial is estimated over ``TRIAL_LIMIT`` (1 s: a stop
+    is seen between trials).
 
     Examples
     --------
@@ -169,6 +175,14 @@ def simulate(
         raise invalid("progress", "callable or None", progress)
     seed_sequence, seed_value = check_seed(seed)
 
+    one_trial = work_estimate(scenario, 1)
+    if one_trial.seconds > TRIAL_LIMIT:
+        raise RelsimError(
+            f"scenario: must take at most about {format_seconds(TRIAL_LIMIT)} a trial (a "
+            "stop is seen between trials), got an estimated "
+            f"{format_seconds(one_trial.seconds)} ({one_trial.detail.split(',')[0]}); lower "
+            "checkpoints.rollbacks, the retries or the steps"
+        )
     estimate = work_estimate(
         scenario, trials, threads=min(threads, available_cores()), record=record
     )
@@ -221,13 +235,7 @@ def simulate(
 
 def _advice(trials: int, estimate: WorkEstimate) -> str:
     """What to do instead of a run estimated over the time limit."""
-    fitting = _fitting(trials, estimate.seconds, time_limit())
-    if fitting >= 1000:
-        return f"run at most about {fitting:,} trials"
-    return (
-        "a single trial of this scenario is too long to simulate many of: lower the budgets "
-        "(checkpoints.rollbacks, retries) or the steps"
-    )
+    return f"run at most about {max(1, _fitting(trials, estimate.seconds, time_limit())):,} trials"
 
 
 def _fitting(count: int, estimate: float, limit: float) -> int:
