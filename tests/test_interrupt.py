@@ -119,6 +119,8 @@ def test_a_second_ctrl_c_exits_at_once(heavy):
     time.sleep(0.01)
     process.send_signal(signal.SIGINT)
     code, out, err, _ = _wait(process)
-    assert code == 130, err
+    # 130 from relsim, or death by SIGINT (-2 here; a shell reports it as 130 too) when the
+    # second signal lands while the interpreter is already finishing after the first
+    assert code in (130, -signal.SIGINT), err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("relsim: interrupted")

@@ -57,6 +57,22 @@ class _Executor:
         self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
 
 
+class _StopOnError:
+    """Sets the stop flag when an exception leaves the block (a second Ctrl-C, an error in
+    ``progress``): the workers then end their tasks within a slice instead of running them
+    to the end while the exception propagates and the interpreter waits for them."""
+
+    def __init__(self, flag: InterruptFlag) -> None:
+        self._flag = flag
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is not None:
+            self._flag.set()
+
+
 def run_in_order(
     tasks: Iterator[Any],
     run_task: Callable[[Any, InterruptFlag], Any],
@@ -75,7 +91,7 @@ def run_in_order(
     """
     merged = tally
     interrupted = InterruptFlag()
-    with interrupted, _Executor(threads) as pool:
+    with interrupted, _Executor(threads) as pool, _StopOnError(interrupted):
         pending: deque = deque()
 
         def fill() -> None:
@@ -88,7 +104,7 @@ def run_in_order(
         fill()
         while pending:
             done = merged.trials
-            result = pending.popleft().result()
+            result = _result(pending.popleft())
             if result is not None:
                 merged = merged.add(result)  # one assignment: a Ctrl-C sees before or after
             if progress is not None:
@@ -102,7 +118,7 @@ def run_in_order(
                 for future in pending:
                     future.cancel()
                 for future in pending:
-                    if not future.cancelled() and (result := future.result()) is not None:
+                    if not future.cancelled() and (result := _result(future)) is not None:
                         merged = merged.add(result)
                 pending.clear()
                 break
@@ -117,3 +133,14 @@ def _unless_stopped(
     if stop.is_set:
         return None
     return run_task(task, stop)
+
+
+def _result(future: Any) -> Any:
+    """``future.result()``, waking every 0.1 s: a SIGINT that Linux delivers to a worker
+    thread does not interrupt the main thread's wait, and Python runs the handler only when
+    the main thread wakes."""
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except TimeoutError:
+            continue
