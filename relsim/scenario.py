@@ -449,41 +449,6 @@ def _validate(s: Scenario) -> None:
         raise ScenarioError(f"{key}: is charged at checkpoints, but there is no [checkpoints]")
 
 
-def _check_nesting(text: str, path: Path) -> None:
-    """Refuse arrays or inline tables nested deeper than ``MAX_NESTING``.
-
-    A bracket count that skips strings and comments: an upper bound on the nesting the
-    parser would recurse into (table headers like ``[[a]]`` count 2, well below the limit).
-    """
-    import re
-
-    if text.count("[") + text.count("{") <= MAX_NESTING:
-        return
-    # strings (multi-line, basic, literal) and comments hold brackets that are not nesting
-    tokens = re.compile(
-        r""" '''[\s\S]*?''' | \"\"\"[\s\S]*?\"\"\" | "(?:\\.|[^"\\\n])*" | '[^'\n]*'
-           | \#[^\n]* | [\[\]{}\n] """,
-        re.VERBOSE,
-    )
-    depth = 0
-    line = 1
-    for match in tokens.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > MAX_NESTING:
-                raise ScenarioError(
-                    f"{path} line {line}: must nest arrays and inline tables at most "
-                    f"{MAX_NESTING} deep, got deeper"
-                )
-        elif token in "]}":
-            depth = max(0, depth - 1)
-        elif token == "\n":
-            line += 1
-        else:
-            line += token.count("\n")
-
-
 def _checkpoint_positions(c: Checkpoints | None, n: int) -> tuple[int, ...]:
     if c is None:
         return ()
@@ -575,3 +540,38 @@ def _table_dict(obj: Any) -> dict[str, Any]:
         elif value is not None and value != f.default:
             out[f.name] = _plain(value)
     return out
+
+
+def _check_nesting(text: str, path: Path) -> None:
+    """Refuse arrays or inline tables nested deeper than ``MAX_NESTING``.
+
+    A bracket count that skips strings and comments: an upper bound on the nesting the
+    parser would recurse into (table headers like ``[[a]]`` count 2, well below the limit).
+    """
+    import re
+
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    # strings (multi-line, basic, literal) and comments hold brackets that are not nesting
+    tokens = re.compile(
+        r""" '''[\s\S]*?''' | \"\"\"[\s\S]*?\"\"\" | "(?:\\.|[^"\\\n])*" | '[^'\n]*'
+           | \#[^\n]* | [\[\]{}\n] """,
+        re.VERBOSE,
+    )
+    depth = 0
+    line = 1
+    for match in tokens.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ScenarioError(
+                    f"{path} line {line}: must nest arrays and inline tables at most "
+                    f"{MAX_NESTING} deep, got deeper"
+                )
+        elif token in "]}":
+            depth = max(0, depth - 1)
+        elif token == "\n":
+            line += 1
+        else:
+            line += token.count("\n")
