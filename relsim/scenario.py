@@ -46,6 +46,12 @@ MAX_TOTAL = 1_000_000
 MAX_ROLLBACKS = 10_000
 
 
+#: The largest scenario file read (a 100,000-step file with four per-step lists is ~10 MiB).
+MAX_FILE_BYTES = 32 * 2**20
+#: The deepest nesting of arrays and inline tables in a scenario file (the format needs 2).
+MAX_NESTING = 32
+
+
 PerStepFloat = float | tuple[float, ...]
 PerStepInt = int | tuple[int, ...]
 
@@ -162,23 +168,42 @@ class Scenario:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "Scenario":
-        """Read a scenario file. Syntax errors are reported with their line."""
+        """Read a scenario file. Syntax errors are reported with their line.
+
+        At most ``MAX_FILE_BYTES`` are read (``/dev/zero`` or a wrong file is refused at
+        once), and arrays or inline tables nested deeper than ``MAX_NESTING`` are refused
+        before they reach the parser (whose recursion they would exhaust).
+        """
         import tomllib
 
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            with path.open("rb") as file:
+                raw = file.read(MAX_FILE_BYTES + 1)
         except OSError as error:
             raise ScenarioError(f"{path}: cannot read: {error.strerror or error}") from None
+        if len(raw) > MAX_FILE_BYTES:
+            raise ScenarioError(
+                f"{path}: must be a scenario file of at most {MAX_FILE_BYTES // 2**20} MiB, "
+                "got a larger file"
+            )
+        try:
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise ScenarioError(
                 f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset "
                 f"{error.start}); TOML files must be UTF-8"
             ) from None
+        _check_nesting(text, path)
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise ScenarioError(f"{path}: TOML syntax error: {error}") from None
+        except ValueError as error:  # e.g. an integer of more than 4300 digits
+            reason = str(error).split(";")[0]  # not Python's advice on raising its limit
+            raise ScenarioError(f"{path}: cannot read a value: {reason}") from None
+        except RecursionError:  # pragma: no cover - _check_nesting keeps it out
+            raise ScenarioError(f"{path}: values nested too deeply") from None
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -550,3 +575,38 @@ def _table_dict(obj: Any) -> dict[str, Any]:
         elif value is not None and value != f.default:
             out[f.name] = _plain(value)
     return out
+
+
+def _check_nesting(text: str, path: Path) -> None:
+    """Refuse arrays or inline tables nested deeper than ``MAX_NESTING``.
+
+    A bracket count that skips strings and comments: an upper bound on the nesting the
+    parser would recurse into (table headers like ``[[a]]`` count 2, well below the limit).
+    """
+    import re
+
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    # strings (multi-line, basic, literal) and comments hold brackets that are not nesting
+    tokens = re.compile(
+        r""" '''[\s\S]*?''' | \"\"\"[\s\S]*?\"\"\" | "(?:\\.|[^"\\\n])*" | '[^'\n]*'
+           | \#[^\n]* | [\[\]{}\n] """,
+        re.VERBOSE,
+    )
+    depth = 0
+    line = 1
+    for match in tokens.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ScenarioError(
+                    f"{path} line {line}: must nest arrays and inline tables at most "
+                    f"{MAX_NESTING} deep, got deeper"
+                )
+        elif token in "]}":
+            depth = max(0, depth - 1)
+        elif token == "\n":
+            line += 1
+        else:
+            line += token.count("\n")

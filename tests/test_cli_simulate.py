@@ -245,3 +245,39 @@ def test_piped_run_has_no_progress_bar_and_no_traceback(r4):
     )
     assert result.returncode == 0 and result.stderr == ""
     assert json.loads(result.stdout)["trials"] == 20000
+
+
+# ------------------------------------------------------- issue 15: limits, extreme values
+def test_recording_1e8_trials_is_refused_in_one_line_naming_the_memory(capsys, r2, monkeypatch):
+    monkeypatch.delenv("RELSIM_MEMORY_LIMIT", raising=False)
+    code, out, err = run(capsys, "simulate", r2, "--trials", "100000000", "--seed", "1",
+                         "--record", "100000000")
+    assert code == 2 and out == ""
+    assert err.startswith("relsim: error: record: must be within about") and err.count("\n") == 1
+    assert "GiB" in err and "record at most about" in err
+
+
+def test_a_run_over_the_time_limit_is_refused_with_the_trials_that_fit(capsys, r2, monkeypatch):
+    monkeypatch.delenv("RELSIM_TIME_LIMIT", raising=False)
+    code, out, err = run(capsys, "simulate", r2, "--trials", "10" + "0" * 12, "--seed", "1")
+    assert code == 2 and out == ""
+    assert err.startswith("relsim: error: trials: must be within about 60 s")
+    assert "run at most about" in err and err.count("\n") == 1
+
+
+def test_costs_of_1e160_are_answered_without_a_warning_or_traceback(tmp_path):
+    path = tmp_path / "costly.toml"
+    path.write_text("steps = 5\np = 0.9\n[cost]\nattempt = 1e160\n")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "relsim", "simulate", str(path), "--trials",
+         "1000", "--seed", "1", "--json"],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    # five attempts of 1e160 in every trial: the closed form
+    assert json.loads(done.stdout)["expected_cost"] == pytest.approx(5e160, rel=1e-12)
+
+
+def test_an_endless_file_is_refused(capsys):
+    code, out, err = run(capsys, "simulate", "/dev/zero", "--trials", "10", "--seed", "1")
+    assert code == 2 and err.startswith("relsim: error: /dev/zero: must be a scenario file")

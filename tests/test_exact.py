@@ -670,3 +670,22 @@ def test_a_mapping_is_read_as_a_scenario_and_anything_else_is_named():
     assert evaluate(r8) == evaluate(Scenario.from_dict(r8))
     with pytest.raises(ValueError, match="scenario: must be a relsim.Scenario or a mapping"):
         evaluate(3)
+
+
+# ------------------------------------------------------------------ issue 15: no runaway
+def test_a_tolerance_below_rounding_stops_at_rounding_instead_of_running_away():
+    """tol = 1e-300 once refined the step-effect grid and the panels to their floors (minutes);
+    QUADPACK's rounding floor stops both where rounding is reached, at the same answer."""
+    s = Scenario.from_dict(
+        {"steps": 9, "p": [0.99, 0.9, 0.8, 0.95, 0.9, 0.7, 0.99, 0.9, 0.85],
+         "verifier": {"miss": 0.15, "false_reject": 0.1}, "retries": {"per_step": 3, "total": 5},
+         "checkpoints": {"every": 3, "final": True, "detect": 0.9, "rollbacks": 2},
+         "correlation": {"task_sd": 0.5, "step_sd": 0.5,
+                         "confusion": {"enter": 0.5, "recover": 0.5, "factor": 0.7}},
+         "cost": {"attempt": 1, "verify": 0.2, "checkpoint": 0.5, "rollback": 1}}
+    )  # R7 of docs/model.md section 5
+    default, _ = _evaluate(s, 1e-8)
+    finest, nodes = _evaluate(s, 1e-300)
+    assert nodes < 2000
+    assert np.abs(finest - default).max() < 1e-9
+    assert round(float(finest[0]), 6) == 0.793529  # R7's success

@@ -350,6 +350,45 @@ def test_same_seed_same_result_whatever_threads_and_chunks(case):
     assert shorter.trajectories.equals(longer.trajectories)
 
 
+@pytest.mark.parametrize("case", ["R2", "R6", "R7"])
+def test_same_seed_same_result_whatever_the_slices_of_work(case, monkeypatch):
+    """A kernel call runs a bounded slice of attempts and a block cut by it resumes its own
+    stream (state, spare normal, sums) in the next call: the trials are the same."""
+    s = scenario(case)
+    trials = BLOCK_TRIALS + 999
+    whole = simulate(s, trials, seed=5, threads=1, record=300)
+    small = simulate(s, 3000, seed=6, threads=1)
+    monkeypatch.setattr(_driver, "SIMPLE_SLICE", 97)  # a few trials per call
+    monkeypatch.setattr(_driver, "GENERAL_SLICE", 61)
+    sliced = simulate(s, trials, seed=5, threads=2, record=300)
+    assert sliced == whole
+    assert sliced.trajectories.equals(whole.trajectories)
+    monkeypatch.setattr(_driver, "SIMPLE_SLICE", 1)  # one trial per call
+    monkeypatch.setattr(_driver, "GENERAL_SLICE", 1)
+    assert simulate(s, 3000, seed=6, threads=1) == small
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_a_kernel_told_to_stop_returns_after_one_slice_with_the_trials_it_did(exact, monkeypatch):
+    from relsim.montecarlo._layout import Record
+    from relsim.montecarlo._threads import InterruptFlag
+
+    monkeypatch.setattr(_driver, "SIMPLE_SLICE", 1000)
+    monkeypatch.setattr(_driver, "GENERAL_SLICE", 1000)
+    s = scenario("R1" if exact else "R7")
+    kernel = _driver._Kernel(_inputs.kernel_input(s), attempts_per_trial=25.0)
+    assert kernel.prepared.exact is exact
+    stop = InterruptFlag()
+    stop.set()
+    record = Record.empty(2 * BLOCK_TRIALS)
+    result = kernel.run(np.random.SeedSequence(1), range(2), 2 * BLOCK_TRIALS, record, stop)
+    tally = kernel.tally().add(result)
+    # a slice of 1000 attempts at 25 attempts a trial: 40 trials, then the stop is seen
+    assert tally.trials == 40
+    assert (record.outcome[: tally.trials] >= 0).all()
+    assert (record.outcome[tally.trials :] < 0).all()
+
+
 def test_seed_none_is_reported_and_reproduces():
     s = scenario("R3")
     first = simulate(s, 20_000)

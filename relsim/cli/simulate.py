@@ -7,8 +7,11 @@
 Prints the estimates with standard errors, 95% intervals and percentiles of cost and attempts
 (``--json``: ``SimulatedOutcome.to_dict()``, with ``<key>_se``, ``<key>_ci``, ``trials``,
 ``seed`` and ``partial``). A progress bar goes to stderr when stderr is a terminal. Ctrl-C stops the run
-after the chunks in flight and prints the estimate over the trials done, marked partial, with
-exit status 130 (a second Ctrl-C aborts at once).
+within about a second (no new chunk starts; the kernels stop at the end of their slice of
+work) and prints the estimate over the trials done, marked partial, with exit status 130 (a
+second Ctrl-C exits at once). A run estimated past the time or memory limit
+(``relsim.limits``) is refused before it starts: exit 2, one line with the trials or the
+recorded trials that fit.
 """
 
 from __future__ import annotations

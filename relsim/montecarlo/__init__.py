@@ -8,5 +8,6 @@
 from __future__ import annotations
 
 from relsim.montecarlo._driver import BLOCK_TRIALS, simulate
+from relsim.montecarlo._estimate import work_estimate
 
-__all__ = ["BLOCK_TRIALS", "simulate"]
+__all__ = ["BLOCK_TRIALS", "simulate", "work_estimate"]

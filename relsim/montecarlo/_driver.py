@@ -20,17 +20,29 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from relsim.errors import invalid
+from relsim.errors import RelsimError, invalid
+from relsim.limits import WorkEstimate, format_seconds, memory_limit, time_limit
 from relsim.montecarlo._checks import available_cores, block_state, check_int, check_seed
+from relsim.montecarlo._estimate import expected_work, work_estimate
 from relsim.montecarlo._inputs import KernelInput, kernel_input
-from relsim.montecarlo._layout import BlockSums, Histogram, Record
+from relsim.montecarlo._layout import BlockSums, Histogram, Record, Streams
 from relsim.montecarlo._tally import ExactTally, GeneralResult, StreamTally, simulated_outcome
-from relsim.montecarlo._threads import run_in_order
+from relsim.montecarlo._threads import InterruptFlag, run_in_order
 from relsim.results import SimulatedOutcome
 from relsim.scenario import Scenario, as_scenario
 
 #: Trials per block: the unit of seeding. Changing it changes the trials a seed draws.
 BLOCK_TRIALS = 1 << 16
+
+#: Attempts per kernel call, turned into trials with the expected attempts per trial (a
+#: slice of work, after which a stop is seen: 10-50 ms on the calibration machine). Only the
+#: scheduling: the trials do not depend on it.
+SIMPLE_SLICE = 1 << 22
+GENERAL_SLICE = 1 << 20
+
+#: Estimated seconds one trial may take: Ctrl-C is seen between trials, so a longer trial
+#: could not be stopped within about a second.
+TRIAL_LIMIT = 1.0
 
 _DEFAULT_MAX_BLOCKS_PER_TASK = 16
 
@@ -106,8 +118,8 @@ def simulate(
     Raises
     ------
     relsim.errors.RelsimError
-        For an argument out of range (``"<name>: must be <allowed>, got <value>"``) or a bad
-        scenario (``ScenarioError``, a subclass).
+        For an argument out of range (``"<name>: must be <allowed>, got <value>"``), a bad
+        scenario (``ScenarioError``, a subclass), or a run estimated over the limits.
 
     Notes
     -----
@@ -123,9 +135,19 @@ def simulate(
     holds a single distinct value (so always for attempts below 2048, and for integer costs
     below 2048), otherwise within a relative 2**-10 (0.1%) below the exact one.
 
-    Ctrl-C (or ``KeyboardInterrupt`` from ``progress``) stops the run after the tasks in flight
-    finish and returns the estimate over the trials done, with ``partial=True`` and a
-    ``RuntimeWarning``; a second Ctrl-C aborts with ``KeyboardInterrupt``.
+    Ctrl-C (or ``KeyboardInterrupt`` from ``progress``) stops the run: no new task starts, and
+    the kernels in flight stop at the end of their current slice of work (about 2**20
+    attempts, some 10-50 ms), so the call returns within about a second with the estimate
+    over the trials done, ``partial=True`` and a ``RuntimeWarning`` (those trials need not be
+    the first ones; ``trajectories`` then keeps the recorded rows up to the first trial that
+    did not run). Stopped before any trial finished, it raises ``KeyboardInterrupt``; a
+    second Ctrl-C aborts with ``KeyboardInterrupt`` at once.
+
+    Before it starts, the run's time and memory are estimated (``work_estimate``) and a run
+    over ``relsim.limits.time_limit()`` (60 s) or ``memory_limit()`` (4 GiB) is refused
+    with a ``RelsimError`` naming the estimate and the trials (or recorded trials) that fit,
+    and so is a scenario whose single trial is estimated over ``TRIAL_LIMIT`` (1 s: a stop
+    is seen between trials).
 
     Examples
     --------
@@ -153,8 +175,24 @@ def simulate(
         raise invalid("progress", "callable or None", progress)
     seed_sequence, seed_value = check_seed(seed)
 
+    one_trial = work_estimate(scenario, 1)
+    if one_trial.seconds > TRIAL_LIMIT:
+        raise RelsimError(
+            f"scenario: must take at most about {format_seconds(TRIAL_LIMIT)} a trial (a "
+            "stop is seen between trials), got an estimated "
+            f"{format_seconds(one_trial.seconds)} ({one_trial.detail.split(',')[0]}); lower "
+            "checkpoints.rollbacks, the retries or the steps"
+        )
+    estimate = work_estimate(
+        scenario, trials, threads=min(threads, available_cores()), record=record
+    )
+    if estimate.memory > memory_limit():
+        fitting = _fitting(record, estimate.memory, memory_limit())
+        estimate.check("record", f"record at most about {fitting:,} trials")
+    estimate.check("trials", _advice(trials, estimate))
+
     prepared = kernel_input(scenario, force_general=_FORCE_GENERAL)
-    kernel = _Kernel(prepared)
+    kernel = _Kernel(prepared, expected_work(scenario)[0])
     n_blocks = -(-trials // BLOCK_TRIALS)
     if blocks_per_task is None:
         blocks_per_task = min(_DEFAULT_MAX_BLOCKS_PER_TASK, max(1, -(-n_blocks // (4 * threads))))
@@ -167,14 +205,16 @@ def simulate(
             last_trial = min(blocks.stop * BLOCK_TRIALS, trials)
             yield blocks, slice(min(first_trial, record), min(last_trial, record))
 
-    def run_task(task):
+    def run_task(task, stop):
         blocks, rows = task
-        return kernel.run(seed_sequence, blocks, trials, recorded.rows(rows))
+        return kernel.run(seed_sequence, blocks, trials, recorded.rows(rows), stop)
 
     merged = run_in_order(tasks(), run_task, kernel.tally(), threads, progress)
 
     partial = merged.trials < trials
     if partial:
+        if merged.trials == 0:  # stopped before any trial finished: nothing to estimate
+            raise KeyboardInterrupt
         warnings.warn(
             f"simulation interrupted: the estimate covers the {merged.trials} of {trials} "
             "trials that finished",
@@ -185,21 +225,40 @@ def simulate(
     if record:
         from relsim.montecarlo._trajectories import trajectories
 
-        frame = trajectories(recorded.rows(slice(0, min(record, merged.trials))))
-    return simulated_outcome(merged.estimates(), seed_value, partial, frame)
+        # After an interrupt the trials done need not be the first ones: keep the rows up
+        # to the first trial that did not run (its outcome is still -1).
+        unfilled = np.flatnonzero(recorded.outcome < 0)
+        rows = int(unfilled[0]) if unfilled.size else record
+        frame = trajectories(recorded.rows(slice(0, rows)), prepared.cost_unit)
+    return simulated_outcome(merged.estimates(), seed_value, partial, frame, prepared.cost_unit)
+
+
+def _advice(trials: int, estimate: WorkEstimate) -> str:
+    """What to do instead of a run estimated over the time limit."""
+    return f"run at most about {max(1, _fitting(trials, estimate.seconds, time_limit())):,} trials"
+
+
+def _fitting(count: int, estimate: float, limit: float) -> int:
+    """The count that would bring ``estimate`` (proportional to ``count``) within ``limit``."""
+    if estimate <= 0:
+        return count
+    return int(count * min(1.0, limit / estimate) * 0.9)
 
 
 class _Kernel:
     """The kernel that runs a scenario, called on consecutive blocks of trials."""
 
-    def __init__(self, prepared: KernelInput) -> None:
+    def __init__(self, prepared: KernelInput, attempts_per_trial: float = 1.0) -> None:
         from relsim.montecarlo import _kernels  # numba: only when something is simulated
 
         self.prepared = prepared
         self._function = _kernels.run_simple if prepared.exact else _kernels.run_general
+        # Trials per kernel call: a slice of some 10-50 ms, after which a stop is seen.
+        attempts = SIMPLE_SLICE if prepared.exact else GENERAL_SLICE
+        self._budget = max(1, int(attempts / max(1.0, attempts_per_trial)))
         # Compile it (or load it from numba's cache) here, in the calling thread, on no
         # trials, before any worker runs it.
-        self.run(np.random.SeedSequence(0), range(0), 0, Record.empty(0))
+        self.run(np.random.SeedSequence(0), range(0), 0, Record.empty(0), InterruptFlag())
 
     def tally(self) -> ExactTally | StreamTally:
         """An empty accumulator for this kernel's task results."""
@@ -209,21 +268,34 @@ class _Kernel:
         return StreamTally(design.attempts_shift, design.cost_shift)
 
     def run(
-        self, seed_sequence: np.random.SeedSequence, blocks: range, trials: int, record: Record
+        self,
+        seed_sequence: np.random.SeedSequence,
+        blocks: range,
+        trials: int,
+        record: Record,
+        stop: InterruptFlag,
     ) -> Any:
-        """Run the trials of ``blocks`` (consecutive block indices) in one kernel call."""
+        """Run the trials of ``blocks`` (consecutive block indices), in kernel calls of a
+        bounded slice of work each, until they are done or ``stop.is_set``: then the result
+        holds the trials done so far."""
         seeds = np.empty((len(blocks), 4), dtype=np.uint64)
         block_trials = np.empty(len(blocks), dtype=np.int64)
         for row, block in enumerate(blocks):
             seeds[row] = block_state(seed_sequence, block)
             block_trials[row] = min(BLOCK_TRIALS, trials - block * BLOCK_TRIALS)
+        streams = Streams.start(seeds)
         design = self.prepared.design
         if self.prepared.exact:
             counts = np.zeros((3, self.prepared.max_attempts + 1), dtype=np.int64)
-            self._function(seeds, block_trials, design, counts, record)
+            while not self._function(
+                streams, block_trials, design, counts, record, self._budget
+            ) and not stop.is_set:
+                pass
             return counts
         result = GeneralResult(BlockSums.zeros(len(blocks)), Histogram.empty(), Histogram.empty())
-        self._function(
-            seeds, block_trials, design, result.sums, result.cost_hist, result.attempts_hist, record
-        )
+        while not self._function(
+            streams, block_trials, design, result.sums, result.cost_hist, result.attempts_hist,
+            record, self._budget,
+        ) and not stop.is_set:
+            pass
         return result

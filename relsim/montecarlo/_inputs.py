@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relsim.limits import cost_unit
 from relsim.montecarlo._layout import MANTISSA_DROP, Design, histogram_offset
 from relsim.scenario import Scenario
 
@@ -34,11 +35,15 @@ class KernelInput:
         True when the fast kernel (exact joint histogram of outcome and attempts) runs it.
     max_attempts : int
         The most attempts one trial can make (the fast kernel's histogram has one more bin).
+    cost_unit : float
+        The power of two the design's costs are divided by (``relsim.limits.cost_unit``):
+        every cost the kernels sum is in this unit, and the estimates are multiplied back.
     """
 
     design: Design
     exact: bool
     max_attempts: int
+    cost_unit: float = 1.0
 
 
 def kernel_input(scenario: Scenario, force_general: bool = False) -> KernelInput:
@@ -56,7 +61,12 @@ def kernel_input(scenario: Scenario, force_general: bool = False) -> KernelInput
     per_step = np.array(scenario.per_step_array, dtype=np.int64)
     total = scenario.total_retries
     cost = scenario.cost
-    attempt_cost = np.array(scenario.attempt_cost_array + cost.verify, dtype=np.float64)
+    unit = cost_unit(scenario)
+    attempt_cost = (
+        np.array(scenario.attempt_cost_array, dtype=np.float64) / unit + cost.verify / unit
+    )
+    checkpoint_cost = cost.checkpoint / unit
+    rollback_cost = cost.rollback / unit
     positions = scenario.checkpoint_positions
     is_checkpoint = np.zeros(n + 1, dtype=np.bool_)
     is_checkpoint[list(positions)] = True
@@ -72,8 +82,8 @@ def kernel_input(scenario: Scenario, force_general: bool = False) -> KernelInput
         max_attempts = min(max_attempts, executions + total)
     max_cost = (
         max_attempts * float(attempt_cost.max())
-        + (len(positions) + rollbacks) * cost.checkpoint
-        + rollbacks * cost.rollback
+        + (len(positions) + rollbacks) * checkpoint_cost
+        + rollbacks * rollback_cost
     )
     exact = (
         checks is None
@@ -97,8 +107,8 @@ def kernel_input(scenario: Scenario, force_general: bool = False) -> KernelInput
         detect=float(1.0 if checks is None else checks.detect),
         false_alarm=float(0.0 if checks is None else checks.false_alarm),
         rollbacks=rollbacks,
-        checkpoint_cost=float(cost.checkpoint),
-        rollback_cost=float(cost.rollback),
+        checkpoint_cost=float(checkpoint_cost),
+        rollback_cost=float(rollback_cost),
         has_confusion=confusion is not None,
         enter=float(0.0 if confusion is None else confusion.enter),
         recover=float(0.0 if confusion is None else confusion.recover),
@@ -106,12 +116,14 @@ def kernel_input(scenario: Scenario, force_general: bool = False) -> KernelInput
         task_sd=float(scenario.correlation.task_sd),
         step_sd=float(scenario.correlation.step_sd),
         attempts_shift=float(n),  # a trial without retries or rollbacks
-        cost_shift=float(attempt_cost.sum() + len(positions) * cost.checkpoint),
+        cost_shift=float(attempt_cost.sum() + len(positions) * checkpoint_cost),
         attempts_offset=histogram_offset(_top_exponent(max_attempts)),
         cost_offset=histogram_offset(_top_exponent(max_cost * (1.0 + 1e-9))),
         mantissa_drop=MANTISSA_DROP,
     )
-    return KernelInput(design=design, exact=exact, max_attempts=int(max_attempts))
+    return KernelInput(
+        design=design, exact=exact, max_attempts=int(max_attempts), cost_unit=unit
+    )
 
 
 def _top_exponent(bound: float) -> int:

@@ -196,8 +196,18 @@ def _normal_pair(s0, s1, s2, s3):
     return radius * math.cos(angle), radius * math.sin(angle), s0, s1, s2, s3
 
 
+@numba.njit(inline="always")
+def _save_stream(streams, block, s0, s1, s2, s3, done):
+    """Keep a block's generator state and trials done, to resume it in a later call."""
+    streams.state[block, 0] = s0
+    streams.state[block, 1] = s1
+    streams.state[block, 2] = s2
+    streams.state[block, 3] = s3
+    streams.done[block] = done
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def run_simple(seeds, block_trials, design, counts_by_attempts, record):
+def run_simple(streams, block_trials, design, counts_by_attempts, record, budget):
     """Trials of a scenario without checkpoints, confusion or random effects, whose attempts
     all cost ``design.unit_cost``.
 
@@ -207,16 +217,29 @@ def run_simple(seeds, block_trials, design, counts_by_attempts, record):
     attempts] += 1``: the exact joint histogram of outcome and attempts, from which the
     driver computes every count, mean, variance and percentile.
 
+    A call runs the blocks' trials in order, from where ``streams`` says each block stands,
+    and returns once it has run ``budget`` trials or finished every block: a bounded slice of
+    work, so that the driver can stop between slices. A block resumed in a later call
+    continues its own stream: the trials do not depend on where the slices fall. (The
+    budget counts trials, not attempts: a per-trial counter in the hot loop cost 10%.)
+
     Parameters
     ----------
-    seeds : (blocks, 4) uint64
-        xoshiro256+ state of each block.
+    streams : _layout.Streams
+        In/out: each block's xoshiro256+ state and trials done.
     block_trials : (blocks,) int64
     design : _layout.Design
     counts_by_attempts : (3, max_attempts + 1) int64
         In/out.
     record : _layout.Record
         Out: the first ``len(record.outcome)`` trials of these blocks.
+    budget : int
+        Trials after which the call returns (>= 1).
+
+    Returns
+    -------
+    bool
+        True when every block is finished.
     """
     fixed_thresholds = _fixed_thresholds(design)
     per_step = design.per_step
@@ -224,13 +247,18 @@ def run_simple(seeds, block_trials, design, counts_by_attempts, record):
     unit_cost = design.unit_cost
     record_rows = record.outcome.shape[0]
     steps = per_step.shape[0]
-    recorded = 0
-    for block in range(seeds.shape[0]):
-        s0 = seeds[block, 0]
-        s1 = seeds[block, 1]
-        s2 = seeds[block, 2]
-        s3 = seeds[block, 3]
-        for _ in range(block_trials[block]):
+    remaining = budget
+    first_row = 0  # the record row of the block's first trial
+    for block in range(block_trials.shape[0]):
+        n_trials = block_trials[block]
+        start = streams.done[block]
+        end = min(n_trials, start + remaining)
+        s0 = streams.state[block, 0]
+        s1 = streams.state[block, 1]
+        s2 = streams.state[block, 2]
+        s3 = streams.state[block, 3]
+        recorded = first_row + start  # the record row of the next trial
+        for _ in range(end - start):
             i = 0
             tainted = False
             retries_used = 0
@@ -273,10 +301,16 @@ def run_simple(seeds, block_trials, design, counts_by_attempts, record):
                 _record(record, recorded, outcome, attempts, attempts * unit_cost, retries_used,
                         0, first_wrong, -1, stopped_at)
                 recorded += 1
+        _save_stream(streams, block, s0, s1, s2, s3, end)
+        remaining -= end - start
+        first_row += n_trials
+        if remaining == 0:
+            return end == n_trials and block + 1 == block_trials.shape[0]
+    return True
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, record):
+def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, record, budget):
     """Trials of any scenario: docs/model.md section 3's pseudo-code, line by line.
 
     Draw order within a trial: the task effect (when ``task_sd > 0``); for each execution of
@@ -285,17 +319,28 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
     in Box-Muller pairs (two draws make two normals), the second kept for the next normal
     the block needs.
 
+    Like ``run_simple`` it runs a bounded slice (``budget`` trials) and resumes each block where ``streams`` says it stands, spare normal included; a
+    block's sums are kept in ``sums`` between slices and continued in the same order, so
+    they do not depend on where the slices fall.
+
     Parameters
     ----------
-    seeds, block_trials
+    streams, block_trials
         As in ``run_simple``.
     design : _layout.Design
     sums : _layout.BlockSums
-        Out (zeroed): per-block sums.
+        In/out (zeroed at first): per-block sums, ``trials`` the trials done.
     cost_hist, attempts_hist : _layout.Histogram
         In/out: the log-linear histograms of cost and attempts (see ``histogram_offset``).
     record : _layout.Record
         Out: the first ``len(record.outcome)`` trials of these blocks.
+    budget : int
+        As in ``run_simple``.
+
+    Returns
+    -------
+    bool
+        True when every block is finished.
     """
     fixed_thresholds = _fixed_thresholds(design)
     p = design.p
@@ -326,18 +371,28 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
     record_rows = record.outcome.shape[0]
     steps = p.shape[0]
     random_effects = task_sd > 0.0 or step_sd > 0.0
-    recorded = 0
-    for block in range(seeds.shape[0]):
-        s0 = seeds[block, 0]
-        s1 = seeds[block, 1]
-        s2 = seeds[block, 2]
-        s3 = seeds[block, 3]
-        spare = 0.0
-        have_spare = False
-        # the block's sums, kept in registers and stored once the block is done
-        n_success = n_silent = n_detected = sum_attempts = 0
-        sum_attempts_sq = sum_cost = sum_cost_sq = sum_cost_success = 0.0
-        for _ in range(block_trials[block]):
+    remaining = budget
+    first_row = 0  # the record row of the block's first trial
+    for block in range(block_trials.shape[0]):
+        n_trials = block_trials[block]
+        start = streams.done[block]
+        end = min(n_trials, start + remaining)
+        s0 = streams.state[block, 0]
+        s1 = streams.state[block, 1]
+        s2 = streams.state[block, 2]
+        s3 = streams.state[block, 3]
+        spare = streams.spare[block]
+        have_spare = streams.have_spare[block]
+        # the block's sums, kept in registers and stored when the slice or the block ends
+        n_success = sums.success[block]
+        n_silent = sums.silent_failure[block]
+        n_detected = sums.detected_failure[block]
+        sum_attempts = sums.attempts[block]
+        sum_attempts_sq = sums.attempts_sq[block]
+        sum_cost = sums.cost[block]
+        sum_cost_sq = sums.cost_sq[block]
+        sum_cost_success = sums.cost_success[block]
+        for trial in range(start, end):
             task_effect = 0.0
             if task_sd > 0.0:
                 if have_spare:
@@ -477,11 +532,14 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
                 sum_cost_success += d
             _hist_add(cost_hist, cost_offset, mantissa_drop, cost)
             _hist_add(attempts_hist, attempts_offset, mantissa_drop, float(attempts))
-            if recorded < record_rows:
-                _record(record, recorded, outcome, attempts, cost, retries_used, rollbacks_used,
+            row = first_row + trial
+            if row < record_rows:
+                _record(record, row, outcome, attempts, cost, retries_used, rollbacks_used,
                         first_wrong, caught_at, stopped_at)
-                recorded += 1
-        sums.trials[block] = block_trials[block]
+        _save_stream(streams, block, s0, s1, s2, s3, end)
+        streams.spare[block] = spare
+        streams.have_spare[block] = have_spare
+        sums.trials[block] = end
         sums.success[block] = n_success
         sums.silent_failure[block] = n_silent
         sums.detected_failure[block] = n_detected
@@ -490,3 +548,8 @@ def run_general(seeds, block_trials, design, sums, cost_hist, attempts_hist, rec
         sums.cost[block] = sum_cost
         sums.cost_sq[block] = sum_cost_sq
         sums.cost_success[block] = sum_cost_success
+        remaining -= end - start
+        first_row += n_trials
+        if remaining == 0:
+            return end == n_trials and block + 1 == block_trials.shape[0]
+    return True

@@ -79,6 +79,27 @@ class Design(NamedTuple):
     mantissa_drop: int  # MANTISSA_DROP
 
 
+class Streams(NamedTuple):
+    """Where each block of a kernel call stands: its generator state and trials done (and,
+    for the general kernel, the spare normal of its last Box-Muller pair), so that a block
+    cut by a slice's end resumes its own stream in the next call."""
+
+    state: np.ndarray  # (blocks, 4) uint64: xoshiro256+ state
+    done: np.ndarray  # (blocks,) int64: trials done
+    spare: np.ndarray  # (blocks,) float64
+    have_spare: np.ndarray  # (blocks,) bool
+
+    @classmethod
+    def start(cls, states: np.ndarray) -> "Streams":
+        blocks = states.shape[0]
+        return cls(
+            np.ascontiguousarray(states, dtype=np.uint64),
+            np.zeros(blocks, np.int64),
+            np.zeros(blocks, np.float64),
+            np.zeros(blocks, np.bool_),
+        )
+
+
 class Histogram(NamedTuple):
     """A log-linear histogram: counts and the least/greatest value seen in each bin."""
 

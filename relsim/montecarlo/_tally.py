@@ -161,9 +161,18 @@ class StreamTally:
 
 
 def simulated_outcome(
-    estimates: Estimates, seed: int | None, partial: bool, trajectories: Any
+    estimates: Estimates,
+    seed: int | None,
+    partial: bool,
+    trajectories: Any,
+    cost_unit: float = 1.0,
 ) -> SimulatedOutcome:
-    """Point estimates, standard errors and 95% intervals (see the module docstring)."""
+    """Point estimates, standard errors and 95% intervals (see the module docstring).
+
+    The cost estimates are computed in ``cost_unit`` (the kernels' unit, a power of two) and
+    multiplied back last, so that a cost beyond the float range comes out infinite (Python
+    floats: no exception, no warning) instead of overflowing half-way.
+    """
     e = estimates
     n = e.trials
     n_success, n_silent, n_detected = e.by_outcome
@@ -186,23 +195,42 @@ def simulated_outcome(
     if n_success > 0:
         ratio = e.mean_cost / success
         # Var(C - R S) = Var(C) - 2 R Cov(C, S) + R^2 Var(S)
-        spread = e.var_cost - 2.0 * ratio * e.cov_cost_success + ratio**2 * success * (1.0 - success)
+        spread = (
+            e.var_cost
+            - 2.0 * ratio * e.cov_cost_success
+            + ratio * ratio * success * (1.0 - success)
+        )
         se["cost_per_success"] = math.sqrt(max(0.0, spread) * sample / n) / success
         intervals["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
     else:
         se["cost_per_success"] = math.inf
         intervals["cost_per_success"] = (math.inf, math.inf)
+    percentiles = e.percentiles
+    if cost_unit != 1.0:
+        for key in ("expected_cost", "cost_per_success"):
+            se[key] = _in_unit(se[key], cost_unit)
+            low, high = intervals[key]
+            intervals[key] = (_in_unit(low, cost_unit), _in_unit(high, cost_unit))
+        percentiles = {
+            **percentiles,
+            "cost": {q: _in_unit(v, cost_unit) for q, v in percentiles["cost"].items()},
+        }
     return SimulatedOutcome(
         success=success,
         silent_failure=n_silent / n,
         detected_failure=n_detected / n,
         expected_attempts=e.mean_attempts,
-        expected_cost=e.mean_cost,
+        expected_cost=_in_unit(e.mean_cost, cost_unit),
         standard_errors=se,
         intervals=intervals,
-        percentiles=e.percentiles,
+        percentiles=percentiles,
         trials=n,
         seed=seed,
         partial=partial,
         trajectories=trajectories,
     )
+
+
+def _in_unit(value: float, unit: float) -> float:
+    """``value * unit`` as a Python float: infinite past the float range, never an error."""
+    return float(value) * unit

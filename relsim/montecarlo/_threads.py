@@ -57,23 +57,41 @@ class _Executor:
         self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
 
 
+class _StopOnError:
+    """Sets the stop flag when an exception leaves the block (a second Ctrl-C, an error in
+    ``progress``): the workers then end their tasks within a slice instead of running them
+    to the end while the exception propagates and the interpreter waits for them."""
+
+    def __init__(self, flag: InterruptFlag) -> None:
+        self._flag = flag
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is not None:
+            self._flag.set()
+
+
 def run_in_order(
     tasks: Iterator[Any],
-    run_task: Callable[[Any], Any],
+    run_task: Callable[[Any, InterruptFlag], Any],
     tally: Any,
     threads: int,
     progress: Callable[[int], None] | None,
 ) -> Any:
     """Run ``tasks`` on ``threads`` threads and ``tally.add`` their results in task order.
 
-    At most ``2 * threads`` tasks are queued at once (memory does not grow with the run).
-    Ctrl-C, or ``KeyboardInterrupt`` raised by ``progress`` (called with the trials each task
-    added), stops submitting: the tasks already running are added and the tally so far is
-    returned; a second one raises ``KeyboardInterrupt``.
+    ``run_task(task, stop)`` must return soon after ``stop.is_set`` turns true, with what it
+    has done so far. At most ``2 * threads`` tasks are queued at once (memory does not grow
+    with the run). Ctrl-C, or ``KeyboardInterrupt`` raised by ``progress`` (called with the
+    trials each task added), sets the flag: no task starts after it, the running ones return
+    their part and the tally so far is returned; a second one raises ``KeyboardInterrupt``
+    (the workers, seeing the flag, stop within their slice, so the process can exit).
     """
     merged = tally
     interrupted = InterruptFlag()
-    with interrupted, _Executor(threads) as pool:
+    with interrupted, _Executor(threads) as pool, _StopOnError(interrupted):
         pending: deque = deque()
 
         def fill() -> None:
@@ -81,13 +99,14 @@ def run_in_order(
                 task = next(tasks, None)
                 if task is None:
                     return
-                pending.append(pool.submit(run_task, task))
+                pending.append(pool.submit(_unless_stopped, run_task, task, interrupted))
 
         fill()
         while pending:
             done = merged.trials
-            result = pending.popleft().result()
-            merged = merged.add(result)  # one assignment: a Ctrl-C sees before or after
+            result = _result(pending.popleft())
+            if result is not None:
+                merged = merged.add(result)  # one assignment: a Ctrl-C sees before or after
             if progress is not None:
                 try:
                     progress(merged.trials - done)
@@ -99,9 +118,29 @@ def run_in_order(
                 for future in pending:
                     future.cancel()
                 for future in pending:
-                    if not future.cancelled():
-                        merged = merged.add(future.result())
+                    if not future.cancelled() and (result := _result(future)) is not None:
+                        merged = merged.add(result)
                 pending.clear()
                 break
             fill()
     return merged
+
+
+def _unless_stopped(
+    run_task: Callable[[Any, InterruptFlag], Any], task: Any, stop: InterruptFlag
+) -> Any:
+    """Run a queued task, or nothing when the stop came while it waited (None: no result)."""
+    if stop.is_set:
+        return None
+    return run_task(task, stop)
+
+
+def _result(future: Any) -> Any:
+    """``future.result()``, waking every 0.1 s: a SIGINT that Linux delivers to a worker
+    thread does not interrupt the main thread's wait, and Python runs the handler only when
+    the main thread wakes."""
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except TimeoutError:
+            continue

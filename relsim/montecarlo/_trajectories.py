@@ -13,11 +13,17 @@ from relsim.montecarlo._layout import OUTCOME_NAMES, Record
 _OPTIONAL = ("first_wrong_step", "caught_at", "stopped_at")
 
 
-def trajectories(record: Record) -> Any:
+def trajectories(record: Record, cost_unit: float = 1.0) -> Any:
     """One row per recorded trial, indexed by ``trial``: ``outcome`` (categorical),
     ``attempts``, ``cost``, ``retries_used``, ``rollbacks`` and, nullable,
-    ``first_wrong_step``, ``caught_at``, ``stopped_at``."""
+    ``first_wrong_step``, ``caught_at``, ``stopped_at``. ``cost_unit``: the unit the kernel
+    recorded costs in (``relsim.limits.cost_unit``); a cost past the float range is inf."""
+    import numpy as np
     import pandas as pd
+
+    if cost_unit != 1.0:
+        with np.errstate(over="ignore"):
+            record = record._replace(cost=record.cost * cost_unit)
 
     columns: dict[str, Any] = {
         "outcome": pd.Categorical.from_codes(record.outcome, categories=list(OUTCOME_NAMES))

@@ -1,0 +1,78 @@
+"""Issue 15: the engines' work estimates against measured times (relsim.limits).
+
+Prints, for scenarios that stress each term of ``relsim.exact.work_estimate`` and of the
+Monte Carlo estimate, the estimated and the measured seconds and their ratio. The rates in
+the estimates were set from this table; a ratio within a few times 1 is what they promise.
+
+    python3 benchmarks/limits_calibration.py
+"""
+
+from __future__ import annotations
+
+import time
+
+from relsim import Scenario, evaluate, simulate
+from relsim.exact import work_estimate
+from relsim.montecarlo import work_estimate as mc_work_estimate
+
+HETERO = [0.9 + 0.09 * i / 5000 for i in range(5000)]
+EVERY = {
+    "verifier": {"miss": 0.15, "false_reject": 0.1},
+    "checkpoints": {"every": 3, "final": True, "detect": 0.9, "rollbacks": 2},
+    "correlation": {"task_sd": 0.5, "step_sd": 0.5,
+                    "confusion": {"enter": 0.5, "recover": 0.5, "factor": 0.7}},
+}
+EXACT_CASES = {
+    "chain, 20000 steps": {"steps": 20000, "p": 0.9},
+    "5000 distinct steps, r 3": {"steps": 5000, "p": HETERO, "verifier": {"miss": 0.1},
+                                 "retries": {"per_step": 3}},
+    "1000 steps, checkpoint every step, 20 rollbacks": {
+        "steps": 1000, "p": 0.9, "checkpoints": {"every": 1, "rollbacks": 20, "false_alarm": 0.5}},
+    "100 steps, per-step 100, total 3000": {
+        "steps": 100, "p": 0.9, "verifier": {"miss": 0.1},
+        "retries": {"per_step": 100, "total": 3000}},
+    "25 steps, per-step 10000": {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
+                                 "retries": {"per_step": 10000}},
+    "200 steps, every feature, total 40": {
+        "steps": 200, "p": 0.9, **EVERY, "retries": {"per_step": 3, "total": 40}},
+    "200 steps, every feature, total 200, 10 rollbacks": {
+        "steps": 200, "p": 0.9, **{**EVERY, "checkpoints": {"every": 3, "final": True,
+                                   "detect": 0.9, "rollbacks": 10}},
+        "retries": {"per_step": 3, "total": 200}},
+}
+MC_CASES = {
+    "R1 (simple kernel)": ({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0},
+                            "retries": {"per_step": 2}}, 2_000_000),
+    "R7-like, 200 steps (general kernel)": (
+        {"steps": 200, "p": 0.9, **EVERY, "retries": {"per_step": 3, "total": 40}}, 20_000),
+    "1000 steps, false alarms, 50 rollbacks": (
+        {"steps": 1000, "p": 0.99, "checkpoints": {"final": True, "false_alarm": 1.0,
+                                                    "rollbacks": 50}}, 200),
+}
+
+
+def _time(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    print(f"{'exact engine':55} {'estimate s':>10} {'measured s':>10} {'ratio':>6}")
+    for name, data in EXACT_CASES.items():
+        s = Scenario.from_dict(data)
+        estimate = work_estimate(s).seconds
+        measured = _time(lambda: evaluate(s))
+        print(f"{name:55} {estimate:10.3f} {measured:10.3f} {estimate / measured:6.2f}")
+    print()
+    print(f"{'Monte Carlo, 1 thread':55} {'estimate s':>10} {'measured s':>10} {'ratio':>6}")
+    for name, (data, trials) in MC_CASES.items():
+        s = Scenario.from_dict(data)
+        simulate(s, 1000, seed=0, threads=1)  # load the kernel first
+        estimate = mc_work_estimate(s, trials, threads=1).seconds
+        measured = _time(lambda: simulate(s, trials, seed=0, threads=1))
+        print(f"{name:55} {estimate:10.3f} {measured:10.3f} {estimate / measured:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
