@@ -112,6 +112,11 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
     )
     values, _ = _evaluate(scenario, tol)
     success, silent, detected = (min(1.0, max(0.0, float(values[k]))) for k in range(3))
+    if not scenario.miss_array.any():
+        # A verifier that never accepts a wrong attempt leaves no silent failure: an exact 0,
+        # not the rounding of a difference of probabilities near 1 (about 1e-16), which would
+        # keep targets within 2**-53 of 1 out of the planners' reach.
+        silent = 0.0
     return Outcome(
         success=success,
         silent_failure=silent,
