@@ -2,7 +2,7 @@
 
 1. The vectorised cluster bootstrap against the obvious per-replicate loop (the reference),
    measured in the same run.
-2. ``analyze`` end to end on a CSV (reading, checking, estimators, bootstrap).
+2. ``analyze`` end to end on a CSV (reading, checking, estimators and their intervals).
 
 Run: ``python3 benchmarks/evalstats_speed.py``. Prints a table; no number here is asserted.
 """
