@@ -123,6 +123,7 @@ def test_bad_scenario_file_is_a_usage_error(tmp_path, capsys):
 @pytest.mark.parametrize(
     "quantity", ["retries", "total", "allocation", "verifier", "p", "checkpoints"]
 )
+@pytest.mark.slow
 def test_every_quantity_prints_json_and_text(tmp_path, capsys, quantity):
     path = tmp_path / "small.toml"
     path.write_text(SMALL, encoding="utf-8")

@@ -225,6 +225,7 @@ def test_bad_scenario_files_one_line_exit_2(capsys, tmp_path):
     assert code == 2 and "missing.toml" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_piped_run_has_no_progress_bar_and_no_traceback(r4):
     result = subprocess.run(
         [
@@ -265,6 +266,7 @@ def test_a_run_over_the_time_limit_is_refused_with_the_trials_that_fit(capsys, r
     assert "run at most about" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_costs_of_1e160_are_answered_without_a_warning_or_traceback(tmp_path):
     path = tmp_path / "costly.toml"
     path.write_text("steps = 5\np = 0.9\n[cost]\nattempt = 1e160\n")

@@ -464,6 +464,7 @@ def scipy_bca(values, replicates, seed, confidence=0.95):
 
 
 @pytest.mark.parametrize("fewest_trials", [3, 1], ids=["all-eligible", "some-excluded"])
+@pytest.mark.slow
 def test_bca_interval_agrees_with_scipy(fewest_trials):
     # 40 tasks, p ~ Beta(0.6, 1.2), 3..7 trials (or 1..7, so some tasks have fewer than k = 3):
     # skewed per-task pass^3 values, where BCa and percentile intervals differ. Both sides get
@@ -541,6 +542,7 @@ def beta_truths(a: float, b: float, k: int) -> dict[str, float]:
     }
 
 
+@pytest.mark.slow
 def test_interval_coverage_by_simulation():
     # 60 tasks with p ~ Beta(1.5, 1), 5 trials each: strong within-task correlation
     # (intra-class correlation 1/(a+b+1) = 0.29), the case where clustering matters.
@@ -587,6 +589,7 @@ def test_analyze_agrees_with_the_parts_used_in_the_coverage_test():
     )
 
 
+@pytest.mark.slow
 def test_compare_coverage_and_null_rejection_rate_by_simulation():
     # paired design: 40 tasks, baseline p ~ Beta(2, 2), candidate logit(p) + 0.4, 4 trials each
     count_tasks, trials, shift = 40, 4, 0.4

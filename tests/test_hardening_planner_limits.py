@@ -24,6 +24,7 @@ BIG_CHAIN = {"steps": 100_000, "p": 0.99999, "target": 0.5, "verifier": {"miss":
 BIG_CHECKPOINTS = {**BIG_CHAIN, "checkpoints": {"every": 100, "detect": 0.9, "rollbacks": 2}}
 
 
+@pytest.mark.slow
 def test_allocation_on_100000_steps_is_refused_with_the_memory_estimate():
     s = Scenario.from_dict(BIG_CHAIN)
     with pytest.raises(RelsimError) as caught:

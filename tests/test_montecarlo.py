@@ -649,6 +649,7 @@ _CACHE_RUN = (
 )
 
 
+@pytest.mark.slow
 def test_kernels_are_kept_in_numba_cache_and_loaded_from_it(tmp_path):
     # numba's documented NUMBA_CACHE_DIR: the first process writes the compiled kernel there,
     # the second finds it (an index and data file per kernel) and draws the same trials

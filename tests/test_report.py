@@ -37,6 +37,7 @@ def production():
 
 
 # ------------------------------------------------------------------------------ content
+@pytest.mark.slow
 def test_sections_and_figures_in_reading_order(production):
     _, report = production
     assert [s.id for s in report.sections] == [
@@ -86,6 +87,7 @@ def test_numbers_on_the_page_come_from_the_engines(production):
     assert set(relsim.plan.levers(scenario)["lever"]) <= texts
 
 
+@pytest.mark.slow
 def test_target_met_and_no_target():
     lesson = render(relsim.Scenario.from_toml(LESSON), source=LESSON, trials=0)
     assert lesson.meets_target is True and "Target 0.95 met" in lesson.html
@@ -135,6 +137,7 @@ def test_bad_arguments(kwargs, message):
 
 
 # ---------------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_writes_the_page_and_exits_with_the_verdict(tmp_path, capsys):
     out = tmp_path / "lesson.html"
     assert main(["report", LESSON, "-o", str(out), "--trials", "2000", "--seed", "3"]) == 0
@@ -279,6 +282,7 @@ def test_no_time_section_without_time_tables(production):
     assert "time" not in [s.id for s in production[1].sections]
 
 
+@pytest.mark.slow
 def test_time_section_from_the_timeline_engine():
     import relsim.timeline as timeline
     design = {"steps": 5, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},

@@ -405,6 +405,7 @@ def test_cli_workers_and_scheduler_are_exclusive(tmp_path, capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("relsim.sweeps.execute.CONNECT_TIMEOUT", 1)  # not the default 10 s
     grid = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")

@@ -46,6 +46,7 @@ def cluster():
         yield local
 
 
+@pytest.mark.slow
 def test_simulate_rows_identical_in_process_on_one_and_two_workers_and_a_cluster(cluster, tmp_path):
     here = sweep(SIMULATE)
     on_cluster = sweep(SIMULATE, scheduler=cluster.scheduler_address)

@@ -41,6 +41,7 @@ numbers = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, math.inf, math.nan])
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(numbers, numbers.filter(lambda v: v != math.inf)), max_size=25))
+@pytest.mark.slow
 def test_frontier_is_the_set_of_non_dominated_rows(pairs):
     costs = [c for c, _ in pairs]
     values = [v for _, v in pairs]

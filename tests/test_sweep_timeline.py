@@ -68,6 +68,7 @@ def test_a_two_point_timeline_sweep_equals_the_points_run_alone(tmp_path):
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t.parquet"), frame)
 
 
+@pytest.mark.slow
 def test_timeline_sweep_meets_the_limits_of_docs_model_section_7():
     frame = sweep(CONSTANT)
     exact = sweep({**CONSTANT, "method": "exact"})
@@ -83,6 +84,7 @@ def test_timeline_sweep_meets_the_limits_of_docs_model_section_7():
     assert (z.abs() > 5).all(), z.tolist()
 
 
+@pytest.mark.slow
 def test_a_point_cut_short_by_ctrl_c_is_not_recorded_and_the_rerun_computes_it(tmp_path, monkeypatch):
     import relsim.timeline
 

@@ -63,6 +63,7 @@ def test_attempt_distribution_matches_the_closed_forms():
 
 # --------------------------------------------------------- no time tables: section 3's split
 @pytest.mark.parametrize("case", sorted(test_reference_values.REFERENCE))
+@pytest.mark.slow
 def test_without_time_tables_the_split_is_section_3s(case):
     text, success, silent, detected, attempts, cost = test_reference_values.REFERENCE[case]
     trials = 6000
@@ -85,6 +86,7 @@ CHAIN = {"steps": 8, "p": 0.8, "verifier": {"miss": 0.1, "false_reject": 0.05},
          "retries": {"per_step": 2}, "timing": {"attempt": 7, "verify": 3}}
 
 
+@pytest.mark.slow
 def test_constant_durations_every_trial_lasts_attempts_times_attempt_plus_verify():
     trials = 4000
     out = simulate_timeline(CHAIN, trials, seed=3, record=trials)
@@ -102,6 +104,7 @@ def test_constant_durations_every_trial_lasts_attempts_times_attempt_plus_verify
     assert not _close(out.duration["mean"], se, 10.0 * wrong, trials)  # negative control
 
 
+@pytest.mark.slow
 def test_deadline_timeout_share_is_the_attempt_count_tail():
     # 10 s per attempt, deadline 120 s: a trial times out iff it needs more than 12 attempts
     # (one that needs exactly 12 ends at the deadline itself, and is not late)
@@ -130,6 +133,7 @@ def test_deadline_counts_from_arrival_including_the_agent_queue():
     assert out.makespan == 35.0 and out.wait["agents"] == pytest.approx((0 + 10 + 20 + 30 + 35 + 35) / 6)
 
 
+@pytest.mark.slow
 def test_crashes_match_the_crash_clock_against_the_uncrashed_length():
     # 60 s per attempt; a crash clock of 3 per hour ends a trial of A attempts with
     # probability 1 - exp(-rate * 60 A)
@@ -155,6 +159,7 @@ def erlang_c(servers: int, load: float) -> float:
     return top / (sum(load**k / math.factorial(k) for k in range(servers)) + top)
 
 
+@pytest.mark.slow
 def test_reviewer_pool_is_an_mm_c_queue():
     # one step that always succeeds, then a human gate: Poisson arrivals (12.6 an hour) at 3
     # reviewers with exponential reviews of mean 600 s: load a = 2.1, utilisation 0.7

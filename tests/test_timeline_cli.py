@@ -148,6 +148,7 @@ def test_bad_scenario_file_one_line_exit_2(capsys, tmp_path):
     assert err == f'relsim: error: {path}: fleet.rate_per_hour: needed with arrivals = "poisson"\n'
 
 
+@pytest.mark.slow
 def test_ready_scenarios_run_from_a_fresh_process():
     for name in ("fleet_rate_limits", "support_reviewers", "flaky_eval_harness"):
         out = subprocess.run(
