@@ -371,7 +371,7 @@ def test_same_seed_same_result_whatever_the_slices_of_work(case, monkeypatch):
 @pytest.mark.parametrize("exact", [True, False])
 def test_a_kernel_told_to_stop_returns_after_one_slice_with_the_trials_it_did(exact, monkeypatch):
     from relsim.montecarlo._layout import Record
-    from relsim.montecarlo._threads import InterruptFlag
+    from relsim._running import InterruptFlag
 
     monkeypatch.setattr(_driver, "SIMPLE_SLICE", 1000)
     monkeypatch.setattr(_driver, "GENERAL_SLICE", 1000)

@@ -1,4 +1,4 @@
-"""``simulate``'s argument checks and its seeding: one stream per block of trials.
+"""``simulate``'s seeding, one stream per block of trials, and the cores it may use.
 
 Private. Block ``b`` draws from its own stream, seeded by ``SeedSequence(seed,
 spawn_key=(b,))`` (the ``b``-th child of ``SeedSequence(seed).spawn``), so the trials do not
@@ -7,34 +7,10 @@ depend on the number of threads or the chunk size.
 
 from __future__ import annotations
 
-import numbers
 import os
-from typing import Any
 
 import numpy as np
 
-from relsim.errors import invalid
-
-
-def check_int(value: Any, name: str, low: int) -> int:
-    """``value`` as an int, or a ``RelsimError`` unless it is an integer ``>= low``."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low:
-        return int(value)
-    raise invalid(name, f"an integer >= {low}", value)
-
-
-def check_seed(seed: Any) -> tuple[np.random.SeedSequence, int | None]:
-    """The seed sequence to draw from and the seed to report (``None``: fresh entropy, which
-    is reported so that the run can be repeated)."""
-    if seed is None:
-        entropy = np.random.SeedSequence().entropy
-        return np.random.SeedSequence(entropy), int(entropy)
-    if isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-        return seed, (int(entropy) if isinstance(entropy, numbers.Integral) else None)
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.SeedSequence(int(seed)), int(seed)
-    raise invalid("seed", "an integer >= 0, a numpy SeedSequence or None", seed)
 
 
 def available_cores() -> int:

@@ -22,12 +22,13 @@ import numpy as np
 
 from relsim.errors import RelsimError, invalid
 from relsim.limits import WorkEstimate, format_seconds, memory_limit, time_limit
-from relsim.montecarlo._checks import available_cores, block_state, check_int, check_seed
+from relsim._running import InterruptFlag, check_int, check_seed
+from relsim.montecarlo._checks import available_cores, block_state
 from relsim.montecarlo._estimate import expected_work, work_estimate
 from relsim.montecarlo._inputs import KernelInput, kernel_input
 from relsim.montecarlo._layout import BlockSums, Histogram, Record, Streams
 from relsim.montecarlo._tally import ExactTally, GeneralResult, StreamTally, simulated_outcome
-from relsim.montecarlo._threads import InterruptFlag, run_in_order
+from relsim.montecarlo._threads import run_in_order
 from relsim.results import SimulatedOutcome
 from relsim.scenario import Scenario, as_scenario
 

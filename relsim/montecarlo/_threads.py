@@ -5,41 +5,11 @@ Private. The kernels release the GIL (``nogil=True``), so plain threads run them
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from relsim._running import InterruptFlag
 
-class InterruptFlag:
-    """While active, the first SIGINT sets a flag (the run stops after the tasks in flight)
-    and a second one raises KeyboardInterrupt. Off the main thread it only holds the flag."""
-
-    def __init__(self) -> None:
-        self.is_set = False
-        self._previous: Any = None
-        self._installed = False
-
-    def set(self) -> None:
-        self.is_set = True
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.is_set:
-            raise KeyboardInterrupt
-        self.is_set = True
-
-    def __enter__(self) -> "InterruptFlag":
-        if threading.current_thread() is threading.main_thread():
-            try:
-                self._previous = signal.signal(signal.SIGINT, self._handler)
-                self._installed = True
-            except ValueError:  # pragma: no cover - e.g. an embedded interpreter
-                self._installed = False
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
 
 
 class _Executor:

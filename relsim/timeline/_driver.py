@@ -14,15 +14,13 @@ makes every trial live at once, because then they really do run at once.
 from __future__ import annotations
 
 import math
-import numbers
 import random
-import signal
-import threading
 import warnings
 from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import invalid
 from relsim.intervals import binomial_se, normal_interval, wilson
 from relsim.scenario import Scenario, as_scenario
@@ -105,16 +103,16 @@ def simulate_timeline(
     (0.0, 0.0)
     """
     scenario = as_scenario(scenario)
-    trials = _check_int(trials, "trials", low=1)
-    record = min(_check_int(record, "record", low=0), trials)
+    trials = check_int(trials, "trials", low=1)
+    record = min(check_int(record, "record", low=0), trials)
     if progress is not None and not callable(progress):
         raise invalid("progress", "callable or None", progress)
-    root, seed_value = _check_seed(seed)
+    root, seed_value = check_seed(seed)
     model = Model(scenario)
     tally = _Tally(trials)
     events: list[tuple] = []
     run = _Run(model, root, trials, record, tally, events, progress)
-    with _InterruptFlag() as flag:
+    with InterruptFlag() as flag:
         run.flag = flag
         run.go()
     partial = tally.done < trials
@@ -406,53 +404,3 @@ def _mean_se(values: np.ndarray) -> float:
     if len(values) < 2:
         return math.nan
     return float(values.std(ddof=1) / math.sqrt(len(values)))
-
-
-# ------------------------------------------------------------------------------ checking
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low:
-        return int(value)
-    raise invalid(name, f"an integer >= {low}", value)
-
-
-def _check_seed(seed: Any) -> tuple[np.random.SeedSequence, int | None]:
-    if seed is None:
-        entropy = np.random.SeedSequence().entropy
-        return np.random.SeedSequence(entropy), int(entropy)
-    if isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-        return seed, (int(entropy) if isinstance(entropy, numbers.Integral) else None)
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.SeedSequence(int(seed)), int(seed)
-    raise invalid("seed", "an integer >= 0, a numpy SeedSequence or None", seed)
-
-
-class _InterruptFlag:
-    """While active (on the main thread), the first SIGINT sets a flag that stops the run
-    at the next poll; a second one raises KeyboardInterrupt."""
-
-    def __init__(self) -> None:
-        self.is_set = False
-        self._previous: Any = None
-        self._installed = False
-
-    def set(self) -> None:
-        self.is_set = True
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.is_set:
-            raise KeyboardInterrupt
-        self.is_set = True
-
-    def __enter__(self) -> "_InterruptFlag":
-        if threading.current_thread() is threading.main_thread():
-            try:
-                self._previous = signal.signal(signal.SIGINT, self._handler)
-                self._installed = True
-            except ValueError:  # pragma: no cover - an embedded interpreter
-                pass
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
