@@ -89,3 +89,13 @@ def _power_text(high: int) -> str:
 
 def print_json(obj: Any) -> None:
     print(json.dumps(jsonable(obj), indent=2, allow_nan=False))
+
+
+def progress_bar(total: int, unit: str = "trial") -> Any:
+    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False)

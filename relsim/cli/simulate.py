@@ -17,12 +17,13 @@ recorded trials that fit.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import warnings
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -104,15 +105,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _progress_bar(trials: int) -> Any:
-    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    if isatty is None or not isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=trials, unit="trial", unit_scale=True, file=sys.stderr, leave=False)
-
+_progress_bar = functools.partial(progress_bar, unit="trial")  # tests swap it for a fake bar
 
 _ROWS = (
     ("success", "success"),

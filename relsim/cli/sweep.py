@@ -13,10 +13,11 @@ computes only the missing ones. A progress bar goes to stderr when stderr is a t
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, positive_int, print_json
+from relsim.cli._args import EXIT_OK, positive_int, print_json, progress_bar
 
 #: Exit status of a sweep stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -78,11 +79,4 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _progress_bar(points: int) -> Any:
-    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    if isatty is None or not isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=points, unit="point", file=sys.stderr, leave=False)
+_progress_bar = functools.partial(progress_bar, unit="point")

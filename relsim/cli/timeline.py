@@ -14,13 +14,14 @@ that ended, marked partial, and exits 130.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
 import warnings
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar
 from relsim.errors import RelsimError
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT).
@@ -118,15 +119,7 @@ def _missing(value: Any) -> bool:
     return value is None or bool(pd.isna(value))
 
 
-def _progress_bar(trials: int) -> Any:
-    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    if isatty is None or not isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=trials, unit="trial", unit_scale=True, file=sys.stderr, leave=False)
-
+_progress_bar = functools.partial(progress_bar, unit="trial")  # tests swap it for a fake bar
 
 _SHARES = (
     ("success", "success"),
