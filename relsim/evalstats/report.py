@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from relsim.errors import RelsimError, invalid
+from relsim.errors import invalid
 
 __all__ = ["figure_svg", "render", "write_report"]
 
@@ -158,14 +158,8 @@ def _sections(result: Any) -> list[tuple[str, list[str], list[list[str]], str]]:
 def figure_svg(result: Any) -> str:
     """pass@k and pass^k against k = 1, 2, ... with their intervals (an analysis), or the paired
     differences with their intervals (a comparison), as an inline ``<svg>`` element."""
-    try:
-        import matplotlib
-        from matplotlib.figure import Figure  # Figure draws without pyplot or a display
-    except ImportError as error:
-        raise RelsimError(
-            "report: must have matplotlib installed to draw its figure (pip install "
-            f"'agent-relsim[report]'), got {type(error).__name__}: {error}"
-        ) from None
+    import matplotlib
+    from matplotlib.figure import Figure  # Figure draws without pyplot or a display
 
     from relsim.evalstats.analysis import TrialAnalysis
 
