@@ -421,10 +421,12 @@ def _without_infrastructure(
     frame: pd.DataFrame, column: str, infra_categories: Iterable[str], confidence: float
 ) -> tuple[dict[str, Any] | None, str | None]:
     """Success recomputed without the failed trials of infrastructure categories."""
+    from relsim.evalstats import metrics as metric_tools
+
     if isinstance(infra_categories, str):
         infra_categories = [infra_categories]
     wanted = [str(name).strip().lower() for name in infra_categories if str(name).strip()]
-    labels = frame[column].astype(str).str.strip()
+    labels = metric_tools.category_labels(frame[column])
     lowered = labels.str.lower()
     # "named like": a category whose name contains one of the words (env_timeout, infra_crash)
     like = np.zeros(len(frame), dtype=bool)

@@ -190,6 +190,22 @@ def cost_per_success(
     return {"estimate": out["estimate"], "se": out["se"], "ci": out["ci"]}
 
 
+def category_labels(column: pd.Series) -> pd.Series:
+    """A category column as stripped text: an empty or missing cell ``""``, a numeric code
+    as written (``404``, not ``404.0``), so that codes and empty cells sort together."""
+
+    import pandas as pd
+
+    def label(value: Any) -> str:
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            return ""
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            return str(int(value))
+        return str(value).strip()
+
+    return column.astype(object).map(label)
+
+
 def categories(
     frame: pd.DataFrame,
     codes: np.ndarray,
@@ -206,7 +222,7 @@ def categories(
     ``"uncategorized"``.
     """
     failed = frame["success"].to_numpy() == 0
-    labels = frame[column].astype(str).str.strip().to_numpy()[failed]
+    labels = category_labels(frame[column]).to_numpy()[failed]
     labels = np.where(labels == "", UNCATEGORIZED, labels)
     failed_codes = codes[failed]
     tasks = len(names)
