@@ -179,10 +179,12 @@ def _difference_variance(baseline: float, delta: float, trials: int, difference_
 
 def _z_sum(alpha: float, power: float) -> float:
     """:math:`z_{1-\\alpha/2} + z_{\\mathrm{power}}`, from the upper tail (``1 - alpha/2``
-    rounds to 1 for alpha below 1e-16, where ``ppf`` would give infinity)."""
+    rounds to 1 for alpha below 1e-16, where ``ppf`` would give infinity), and never below
+    0: when it is negative (a power below the level) any number of tasks has that power, and
+    squaring the negative sum would ask for tasks that are not needed."""
     from scipy.stats import norm
 
-    return float(norm.isf(alpha / 2) - norm.isf(power))
+    return max(0.0, float(norm.isf(alpha / 2) - norm.isf(power)))
 
 
 def _check_power_inputs(baseline, trials_per_task, alpha, power, difference_sd) -> None:
