@@ -1,10 +1,12 @@
 """Regression tests from a correctness review of the trial statistics and the sweeps; each
 expected value is counted by hand from the table in the test."""
 
+import math
 import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from relsim.evalstats import analyze
 
@@ -36,3 +38,42 @@ def test_numeric_category_codes_with_empty_cells(tmp_path):
     assert {name: value["count"] for name, value in found.items()} == {
         "404": 2, "500": 1, "uncategorized": 1,
     }
+
+
+def _smallest_tasks(delta, baseline, alpha, power):
+    """Brute force over T of the normal approximation's power,
+    Phi(sqrt(T) |D| / sd - z_{1-alpha/2}) >= power, sd^2 = P(1-P) + Q(1-Q) (one trial)."""
+    from scipy.stats import norm
+
+    other = baseline + delta
+    sd = math.sqrt(baseline * (1 - baseline) + other * (1 - other))
+    tasks = 2
+    while norm.cdf(math.sqrt(tasks) * abs(delta) / sd - norm.ppf(1 - alpha / 2)) < power:
+        tasks += 1
+    return tasks
+
+
+def test_tasks_needed_when_power_is_below_the_level():
+    from relsim.evalstats import minimum_detectable_effect, tasks_needed
+
+    # the usual design, as a control of the brute force itself
+    assert tasks_needed(0.1, 0.5) == _smallest_tasks(0.1, 0.5, 0.05, 0.8)
+    # z_{1-alpha/2} + z_power < 0: any two tasks already have the power asked for
+    assert _smallest_tasks(0.1, 0.5, 0.6, 0.2) == 2
+    assert tasks_needed(0.1, 0.5, alpha=0.6, power=0.2) == 2
+    assert minimum_detectable_effect(2, 0.5, alpha=0.6, power=0.2) < 1e-6
+
+
+def test_rate_with_a_negative_denominator_keeps_its_estimate_inside():
+    # per task a: 1 / -1, b: 1 / -2, c: 1 / -3; R = 3 / -6 = -0.5; u = (Y - R X) / mean(X) =
+    # (-0.25, 0, 0.25), se^2 = 0.125 / (3 * 2); t(0.975, 2) = 4.302653 (tables)
+    frame = pd.DataFrame({"task": list("abc"), "trial": 1, "success": [1, 0, 1],
+                          "gain": [1.0, 1.0, 1.0], "spent": [-1.0, -2.0, -3.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = analyze(frame, [1], rates=["gain/spent"]).rates["gain/spent"]
+    se = math.sqrt(0.125 / 6)
+    assert found["estimate"] == pytest.approx(-0.5)
+    assert found["se"] == pytest.approx(se)
+    assert found["ci"][0] == pytest.approx(-0.5 - 4.302653 * se, abs=1e-6)
+    assert found["ci"][1] == pytest.approx(-0.5 + 4.302653 * se, abs=1e-6)

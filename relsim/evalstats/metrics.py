@@ -72,7 +72,8 @@ def ratio(
     x_scale = float(np.max(np.abs(x))) if x.size and np.any(x) else 1.0
     ys, xs = y / y_scale, x / x_scale
     y_total, x_total = float(ys.sum()), float(xs.sum())
-    nonnegative = bool(np.all(y >= 0))
+    # the log-scale interval needs a ratio that cannot be negative: both totals' terms >= 0
+    nonnegative = bool(np.all(y >= 0) and np.all(x >= 0))
     out: dict[str, Any] = {"estimate": math.nan, "se": math.nan, "ci": (math.nan, math.nan)}
     # a task counts when it holds any data: one with no success still spent its cost
     used = (x > 0) | (y != 0)
