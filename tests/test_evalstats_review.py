@@ -77,3 +77,16 @@ def test_rate_with_a_negative_denominator_keeps_its_estimate_inside():
     assert found["se"] == pytest.approx(se)
     assert found["ci"][0] == pytest.approx(-0.5 - 4.302653 * se, abs=1e-6)
     assert found["ci"][1] == pytest.approx(-0.5 + 4.302653 * se, abs=1e-6)
+
+
+def test_missing_cells_of_pandas_nullable_columns_are_empty():
+    # trial b failed with no category (pd.NA in a "string" column): "uncategorized", as an
+    # empty CSV cell is; trial d failed as "x"
+    frame = pd.DataFrame({
+        "task": list("abcd"), "trial": 1, "success": [1, 0, 1, 0],
+        "category": pd.array(["x", pd.NA, "y", "x"], dtype="string"),
+    })
+    found = _quiet_analyze(frame, [1]).categories
+    assert {name: value["count"] for name, value in found.items()} == {
+        "x": 1, "uncategorized": 1,
+    }

@@ -401,8 +401,11 @@ def _column_text(column: pd.Series) -> np.ndarray:
 
 
 def _as_text(value: Any) -> str:
-    """One cell as text: '' for missing (None, NaN), 'true'/'false' for booleans."""
-    if value is None:
+    """One cell as text: '' for missing (None, NaN, pandas' NA and NaT), 'true'/'false' for
+    booleans."""
+    import pandas as pd
+
+    if value is None or value is pd.NA or value is pd.NaT:
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
