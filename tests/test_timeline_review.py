@@ -53,3 +53,25 @@ def test_rpm_gate_negative_control_a_wrong_rate_is_seen():
     expected = [start] * 7 + [start + 60.0 / 7.0, start + 120.0 / 7.0]
     assert len(served) == 9
     assert not all(abs(a - b) <= 4e-6 for a, b in zip(served, expected))
+
+
+def test_a_trial_still_queued_for_an_agent_at_its_deadline_makes_no_attempt():
+    # One agent, 8 trials at 0, each one 10 s attempt, deadline 25 s (worked by hand): trial 0
+    # runs 0-10, trial 1 10-20 (both succeed), trial 2 starts at 20 and is stopped at 25 in
+    # its attempt. Trials 3-7 are still in the agent queue at 25, their deadline: each leaves
+    # it as a timeout with no attempts (docs/model.md section 7; README "Deadline"), so
+    # 3 attempts in all and every timeout lasts 25 s.
+    from relsim import simulate_timeline
+
+    scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 10, "deadline": 25},
+                "fleet": {"agents": 1}}
+    out = simulate_timeline(scenario, 8, seed=1, record=8)
+    assert out.success == 2 / 8 and out.timeout == 6 / 8
+    assert out.expected_attempts == 3 / 8
+    assert out.expected_cost == 3 / 8  # one unit per attempt
+    per_trial = out.events[out.events.kind == "attempt"].groupby("trial").size()
+    assert per_trial.to_dict() == {0: 1, 1: 1, 2: 1}
+    assert out.duration["mean"] == (10 + 20 + 6 * 25) / 8
+    # control: with a deadline of 26 s trial 2 is still stopped, and the others still queue
+    out = simulate_timeline({**scenario, "timing": {"attempt": 10, "deadline": 26}}, 8, seed=1)
+    assert out.expected_attempts == 3 / 8 and out.duration["mean"] == (10 + 20 + 6 * 26) / 8
