@@ -75,3 +75,51 @@ def test_a_trial_still_queued_for_an_agent_at_its_deadline_makes_no_attempt():
     # control: with a deadline of 26 s trial 2 is still stopped, and the others still queue
     out = simulate_timeline({**scenario, "timing": {"attempt": 10, "deadline": 26}}, 8, seed=1)
     assert out.expected_attempts == 3 / 8 and out.duration["mean"] == (10 + 20 + 6 * 26) / 8
+
+
+def _replay_gate(calls, rpm, tpm, tokens):
+    """docs/model.md section 7's buckets replayed by hand: calls served FIFO by request time,
+    each at the first moment both buckets (full at 0, capacity one minute's allowance,
+    continuous refill) hold 1 call and its tokens. Returns the start times."""
+    calls_level, token_level, last, previous = float(rpm), float(tpm), 0.0, 0.0
+    starts = []
+    for requested, step in calls:
+        t = max(requested, previous)
+        c = min(rpm, calls_level + (t - last) * rpm / 60)
+        k = min(tpm, token_level + (t - last) * tpm / 60)
+        t += max(0.0, (1 - c) * 60 / rpm, (tokens[step - 1] - k) * 60 / tpm)
+        calls_level = min(rpm, calls_level + (t - last) * rpm / 60) - 1
+        token_level = min(tpm, token_level + (t - last) * tpm / 60) - tokens[step - 1]
+        last = previous = t
+        starts.append(t)
+    return starts
+
+
+def test_rate_gate_matches_the_buckets_replayed_by_hand():
+    # Poisson arrivals, retries and model-graded verifications (each an LLM call with the
+    # step's tokens): every call's start, read from the event log, is where a hand replay of
+    # the two buckets puts it. Control: the replay with a wrong tpm disagrees.
+    from relsim import simulate_timeline
+
+    rpm, tpm, tokens = 20.0, 200.0, [30.0, 70.0, 10.0]
+    scenario = {"steps": 3, "p": 0.7, "verifier": {"miss": 0.1}, "retries": {"per_step": 2},
+                "timing": {"attempt": {"mean": 3}, "verify": 1},
+                "fleet": {"arrivals": "poisson", "rate_per_hour": 1500},
+                "resources": {"rpm": rpm, "tpm": tpm, "tokens": tokens,
+                              "verifier_calls_llm": True, "llm_concurrency": 2}}
+    out = simulate_timeline(scenario, 120, seed=5, record=120)
+    events = out.events[out.events.resource == "rate_limit"]
+    requested: dict[int, float] = {}
+    calls = []
+    for row in events.itertuples():
+        if row.kind == "request":
+            requested[row.trial] = row.time
+        else:
+            calls.append((requested.pop(row.trial, row.time), int(row.step), row.time))
+    calls.sort()
+    assert len(calls) > 300 and out.wait["rate_limit"] > 60  # the buckets do bind
+    engine = [c[2] for c in calls]
+    replay = _replay_gate([c[:2] for c in calls], rpm, tpm, tokens)
+    assert max(abs(a - b) for a, b in zip(engine, replay)) < 1e-6
+    wrong = _replay_gate([c[:2] for c in calls], rpm, 1.1 * tpm, tokens)
+    assert max(abs(a - b) for a, b in zip(engine, wrong)) > 1.0

@@ -110,6 +110,7 @@ class RateGate:
             event, tokens, waiting = queue[0]
             if not waiting:
                 queue.popleft()
+                due = False  # the timer was not armed for the call behind it
             elif due or self._enough(tokens):
                 due = False
                 queue.popleft()
