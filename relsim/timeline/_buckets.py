@@ -100,14 +100,19 @@ class RateGate:
             wait = max(wait, (tokens - self.tokens.level) / self.tokens.rate)
         return wait
 
-    def _serve(self) -> None:
+    def _serve(self, due: bool = False) -> None:
+        """Serve the queue's head while it has enough. ``due``: the head's own timer fired, so
+        it has enough by construction: at a late clock the timer can land a rounding error
+        short, and a re-armed timer shorter than the clock's resolution would not move it."""
         self._refill()
         queue = self._queue
         while queue:
             event, tokens, waiting = queue[0]
             if not waiting:
                 queue.popleft()
-            elif self._enough(tokens):
+                due = False  # the timer was not armed for the call behind it
+            elif due or self._enough(tokens):
+                due = False
                 queue.popleft()
                 self._consume(tokens)
                 event.succeed()
@@ -124,4 +129,4 @@ class RateGate:
 
     def _on_timer(self, timer_id: int) -> None:
         if timer_id == self._armed:
-            self._serve()
+            self._serve(due=True)

@@ -234,7 +234,8 @@ class _Run:
             request = agents.request()
             if not request.triggered:
                 yield request
-            while deadline is not None and env.now > arrival + deadline:
+            # at its deadline a queued trial leaves: any action it began would be cut at once
+            while deadline is not None and env.now >= arrival + deadline:
                 self._queue_timeout(k, arrival, deadline)
                 k += 1
                 if k == self.trials:
