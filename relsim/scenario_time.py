@@ -23,6 +23,10 @@ from relsim.scenario import ScenarioError, _check_keys, _listed, _show
 
 __all__ = ["Backoff", "Duration", "Fleet", "Infra", "Resources", "Timing"]
 
+#: The widest lognormal spread accepted, ``p95 / median``: ``sigma`` up to 8.4, so a draw of
+#: ``median * exp(sigma z)`` stays finite for any ``z`` a trial will meet.
+MAX_SPREAD = 1e6
+
 #: ``Phi^{-1}(0.95)``: a lognormal's p95 is ``median * exp(sigma * Z95_ONE_SIDED)``.
 Z95_ONE_SIDED = 1.6448536269514722
 
@@ -89,6 +93,12 @@ class Duration:
             p95 = _positive(data["p95"], f"{key}.p95")
             if p95 < median:
                 raise invalid(f"{key}.p95", f"a number >= median = {median:g}", data["p95"], ScenarioError)
+            if p95 > MAX_SPREAD * median:
+                # A wider spread asks for draws beyond the range of a float (exp overflows).
+                raise invalid(
+                    f"{key}.p95", f"at most {MAX_SPREAD:g} x median = {MAX_SPREAD * median:g}",
+                    data["p95"], ScenarioError,
+                )
             return cls.lognormal(median, p95)
         return cls.constant(_nonnegative(data, key, "a number of seconds >= 0, {median, p95} or {mean}"))
 

@@ -6,6 +6,7 @@ by hand, never from the engine.
 
 from __future__ import annotations
 
+import pytest
 import simpy
 
 from relsim.timeline._buckets import RateGate
@@ -123,3 +124,14 @@ def test_rate_gate_matches_the_buckets_replayed_by_hand():
     assert max(abs(a - b) for a, b in zip(engine, replay)) < 1e-6
     wrong = _replay_gate([c[:2] for c in calls], rpm, 1.1 * tpm, tokens)
     assert max(abs(a - b) for a, b in zip(engine, wrong)) > 1.0
+
+
+def test_a_lognormal_spread_beyond_a_float_is_bad_input_not_an_overflow():
+    from relsim import Scenario
+    from relsim.scenario import ScenarioError
+
+    base = {"steps": 2, "p": 0.9}
+    ok = Scenario.from_dict({**base, "timing": {"attempt": {"median": 1, "p95": 1e6}}})
+    assert ok.timing.attempt.p95 == 1e6
+    with pytest.raises(ScenarioError, match=r"^timing\.attempt\.p95: must be at most 1e\+06 x median"):
+        Scenario.from_dict({**base, "timing": {"attempt": {"median": 1, "p95": 1e200}}})
