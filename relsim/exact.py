@@ -512,6 +512,11 @@ def _kernel_values(model: _Model, step: int, p_focused: np.ndarray) -> np.ndarra
     accept = values[:, : 2 * c * c].reshape(cap + 1, c, 2 * c, -1)
     exhaust = values[:, 2 * c * c :]
     accept[0] = accept_now
+    if c == 1:  # 1 x 1 matrices: the loop's products, J^(k+1) = J^k J in order, in one pass
+        powers = np.cumprod(np.broadcast_to(reject, (cap + 1,) + reject.shape), axis=0)
+        accept[1:] = powers[:-1] * accept_now
+        exhaust[:] = powers[:, :, 0]
+        return values
     power = reject  # J^(k+1)
     for k in range(cap + 1):
         if k:

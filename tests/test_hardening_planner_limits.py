@@ -75,3 +75,37 @@ def test_the_cli_refusal_is_one_line_exit_2(tmp_path, capsys):
     assert main(["solve", str(path), "--for", "checkpoints"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "exact evaluations" in err
+
+
+TWELVE_WITH_EFFECTS = {
+    "steps": 12,
+    "p": [0.9, 0.8, 0.95, 0.7, 0.85, 0.9, 0.75, 0.99, 0.8, 0.9, 0.7, 0.95],
+    "verifier": {"miss": 0.01, "false_reject": 0.02},
+    "correlation": {"task_sd": 0.3, "step_sd": 0.3},
+    "cost": {"attempt": 1.0, "verify": 0.1},
+}
+
+
+def test_allocation_is_not_refused_for_its_gap_bound_alone(monkeypatch):
+    # Beyond 8 steps the heuristic's gap is bounded with every budget at MAX_BUDGET (1000 per
+    # step), a design whose engine tables are far larger than any the plan itself evaluates.
+    # On 500 such steps that one design was over the 4 GiB limit, so the whole plan was
+    # refused. Here the memory limit sits between the two sizes: the plan must come back,
+    # feasible by the exact engine (run without the limit), with a valid, weaker bound.
+    from relsim.exact import evaluate, work_estimate
+    from relsim.plan._common import _with_per_step
+
+    s = Scenario.from_dict(TWELVE_WITH_EFFECTS)
+    widest = work_estimate(_with_per_step(s, [_common.MAX_BUDGET] * 12)).memory
+    ordinary = work_estimate(_with_per_step(s, [100] * 12)).memory
+    assert widest > 5 * ordinary
+    monkeypatch.setenv("RELSIM_MEMORY_LIMIT", str(int(2 * ordinary)))
+    plan = planner.allocation(s, 0.6)
+    monkeypatch.delenv("RELSIM_MEMORY_LIMIT")
+    assert plan.feasible and max(plan.value) <= 100
+    outcome = evaluate(_with_per_step(s, plan.value))
+    assert outcome.success >= 0.6
+    # every budget at 0 costs no more than any allocation, and no success exceeds 1
+    cheapest = evaluate(_with_per_step(s, [0] * 12)).expected_cost
+    assert plan.details["lower_bound"] == pytest.approx(cheapest, rel=1e-12)
+    assert plan.details["lower_bound"] <= outcome.cost_per_success

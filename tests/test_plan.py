@@ -537,6 +537,43 @@ def test_verifier_scan_catches_success_rising_with_miss():
     assert plan.feasible and plan.value == 1.0
 
 
+R7 = {  # docs/model.md section 5, reference case R7
+    "steps": 9,
+    "p": [0.99, 0.9, 0.8, 0.95, 0.9, 0.7, 0.99, 0.9, 0.85],
+    "verifier": {"miss": 0.15, "false_reject": 0.1},
+    "retries": {"per_step": 3, "total": 5},
+    "checkpoints": {"every": 3, "final": True, "detect": 0.9, "rollbacks": 2},
+    "correlation": {
+        "task_sd": 0.5, "step_sd": 0.5, "confusion": {"enter": 0.5, "recover": 0.5, "factor": 0.7}
+    },
+    "cost": {"attempt": 1, "verify": 0.2, "checkpoint": 0.5, "rollback": 1},
+}
+
+
+def test_verifier_scan_finds_a_peak_between_its_grid_points():
+    # R7 with scarce retries: success over miss peaks near 0.265, between the scan's grid
+    # points 0.25 and 0.3125. Brute force on a grid of 1/200 finds a miss reaching a target
+    # above every grid point's success; the plan must find it too, and an infeasible plan's
+    # ceiling ("success is at most ...") must not sit below a success brute force reaches.
+    s = Scenario.from_dict(R7)
+
+    def success_of(miss):
+        return evaluate(with_table(s, "verifier", miss=float(miss))).success
+
+    grid = np.arange(201) / 200
+    brute = max(success_of(m) for m in grid)
+    coarse = max(success_of(m) for m in np.arange(17) / 16)
+    assert brute > coarse + 5e-5  # the peak between grid points is real
+    target = brute - 1e-5
+    plan = planner.verifier(s, target)
+    assert plan.feasible
+    assert success_of(plan.value) >= target
+    out_of_reach = planner.verifier(s, 0.9)
+    assert not out_of_reach.feasible
+    assert out_of_reach.ceiling >= brute - 1e-9
+    assert out_of_reach.success == pytest.approx(out_of_reach.ceiling, abs=1e-9)
+
+
 # ======================================================================================== p
 def test_p_without_verifier_is_required_step_success():
     s = scenario(steps=20, p=0.5)

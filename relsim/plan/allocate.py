@@ -655,10 +655,10 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
             budgets, method, gap = exact, "exact (branch and bound in the box of step limits)", 0.0
     details: dict[str, Any] = {"method": method, "gap": gap}
     if gap is None:  # a heuristic: bound it by monotonicity (a weak but valid bound)
-        bound = _monotone_bound(n, outcome, objective)
+        bound, top = _monotone_bound(scenario, outcome, objective)
         details.update(lower_bound=bound, gap=max(0.0, score(budgets) - bound))
         details["bound"] = (
-            "cost with every budget at 0, over success with every budget at MAX_BUDGET: "
+            f"cost with every budget at 0, over success {top}: "
             "valid for every allocation up to MAX_BUDGET per step, and weak"
         )
     details["evaluations"] = len(evaluations)
@@ -667,16 +667,27 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
 
 
 def _monotone_bound(
-    n: int, outcome: Callable[[Sequence[int]], Outcome], objective: str
-) -> float:
-    """A lower bound on the objective of every allocation in ``0..MAX_BUDGET`` per step:
-    expected cost and success are non-decreasing in every budget, so the cost is at least
-    that of all budgets at 0 and the success at most that of all at ``MAX_BUDGET``."""
+    scenario: Scenario, outcome: Callable[[Sequence[int]], Outcome], objective: str
+) -> tuple[float, str]:
+    """A lower bound on the objective of every allocation in ``0..MAX_BUDGET`` per step, and
+    what bounds its success, in words: expected cost and success are non-decreasing in every
+    budget, so the cost is at least that of all budgets at 0 and the success at most that of
+    all at ``MAX_BUDGET``. That one design's evaluation is far larger than any the plan makes
+    (its tables grow with the budget); when the engine would refuse it (over the time or
+    memory limit), success is bounded by 1 instead, and the plan still stands."""
+    from relsim.exact import work_estimate
+    from relsim.limits import memory_limit, time_limit
+
+    n = scenario.steps
     low = float(outcome([0] * n).expected_cost)
     if objective == "expected_cost":
-        return low
-    high = float(outcome([_common.MAX_BUDGET] * n).success)
-    return low / high if high > 0 else math.inf
+        return low, "with every budget at MAX_BUDGET"
+    widest = [_common.MAX_BUDGET] * n
+    estimate = work_estimate(_with_per_step(scenario, widest))
+    if estimate.seconds > time_limit() or estimate.memory > memory_limit():
+        return low, "at most 1 (every budget at MAX_BUDGET is too large to evaluate)"
+    high = float(outcome(widest).success)
+    return (low / high if high > 0 else math.inf), "with every budget at MAX_BUDGET"
 
 
 class _OutOfEvaluations(Exception):

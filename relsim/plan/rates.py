@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Callable
 
 from relsim.plan._common import (
+    BISECTION_WIDTH,
     SCAN_INTERVALS,
     Plan,
     _goal,
@@ -38,7 +39,9 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     With checkpoints and scarce retries an accepted wrong result may be caught and rolled back
     while a rejected one ends the trial, so success can *rise* with ``miss``: there the
     ``miss`` search first scans [0, 1] in ``SCAN_INTERVALS`` intervals and closes the last
-    feasible one (exact when monotone, and blind only to features narrower than 1/16).
+    feasible one (exact when monotone, and blind only to features narrower than 1/16);
+    when no grid point reaches the target, a bounded Brent search around the best one
+    finds the peak between grid points (the ceiling, or a feasible ``miss`` after all).
 
     Examples
     --------
@@ -127,9 +130,20 @@ def _probability_search(
         if 0.0 <= bad <= 1.0:
             good = _boundary(at, goal, good, bad)
         return _plan(for_, good, apply(good), goal, feasible=True)
-    ceiling = max(at(x) for x in grid)
+    candidates = list(grid)
+    if scan:  # the best grid point's neighbourhood may hold a higher peak: look for it
+        peak = _refine_peak(at, max(grid, key=at), 1.0 / intervals)
+        candidates.append(peak)
+        if _reaches(at(peak), goal):  # feasible after all: close towards the cheap end,
+            # up to the next grid point that way (infeasible, as every grid point is)
+            beyond = [x for x in grid if (x < peak if increasing else x > peak)]
+            good = peak
+            if beyond:
+                good = _boundary(at, goal, peak, max(beyond) if increasing else min(beyond))
+            return _plan(for_, good, apply(good), goal, feasible=True)
+    ceiling = max(at(x) for x in candidates)
     # the nearest design: the cheapest value (least p, largest rate) at the ceiling
-    near = [x for x in grid if at(x) >= ceiling]
+    near = [x for x in candidates if at(x) >= ceiling]
     best = min(near) if increasing else max(near)
     perfect = 1.0 if increasing else 0.0  # where success is largest when monotone
 
@@ -150,6 +164,23 @@ def _probability_search(
         binding=binding,
         reason=reason,
     )
+
+
+def _refine_peak(at: Callable[[float], float], centre: float, width: float) -> float:
+    """The value of largest success within ``width`` of the grid point ``centre`` (bounded
+    Brent search, to ``BISECTION_WIDTH``; ``centre`` itself when nothing beats it). The scan's
+    grid point next to a peak can sit well below it; the ceiling is the peak."""
+    from scipy.optimize import minimize_scalar
+
+    low, high = max(0.0, centre - width), min(1.0, centre + width)
+    found = minimize_scalar(
+        lambda x: -at(float(x)),
+        bounds=(low, high),
+        method="bounded",
+        options={"xatol": BISECTION_WIDTH},
+    )
+    peak = float(found.x)
+    return peak if at(peak) > at(centre) else centre
 
 
 def _rate_plan(scenario: Scenario, goal: float, key: str) -> Plan:
