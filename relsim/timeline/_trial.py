@@ -229,51 +229,44 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
                 trial.wait_rate += env.now - since
         if log:
             log(trial, "acquire", step, attempt, "rate_limit", None)
-    slots = fleet.llm
-    if slots is None:
+
+    def start() -> float:  # the call begins: book the attempt, log it, hold for its time
         if charge is not None:
             trial.attempts += 1
             trial.cost += charge
         if log:
             log(trial, kind, step, attempt, "llm", outcome)
-        if seconds > 0.0:
-            yield _wait(env, trial, seconds)
+        return seconds
+
+    if fleet.llm is None:
+        held = start()
+        if held > 0.0:
+            yield _wait(env, trial, held)
         return
-    request = slots.request()
-    since = env.now
-    granted = None
-    try:
-        if not request.triggered:
-            if trial.overdue:
-                raise _Stop
-            if log:
-                log(trial, "request", step, attempt, "llm", None)
-        yield request
-        granted = env.now
-        trial.wait_llm += granted - since
-        if charge is not None:
-            trial.attempts += 1
-            trial.cost += charge
-        if log:
-            log(trial, "acquire", step, attempt, "llm", None)
-            log(trial, kind, step, attempt, "llm", outcome)
-        if seconds > 0.0:
-            yield _wait(env, trial, seconds)
-    finally:
-        if granted is None:
-            trial.wait_llm += env.now - since
-            request.cancel()
-        else:
-            fleet.busy["llm"] += env.now - granted
-            if log:
-                log(trial, "release", step, attempt, "llm", None)
-        slots.release(request)
+    yield from _hold(fleet, env, trial, "llm", step, attempt, start)
 
 
 def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
     """A human gate: wait for a free reviewer (FIFO), hold them for one review."""
+
+    def start() -> float:
+        if trial.log:
+            trial.log(trial, "checkpoint", position, None, "reviewers", outcome)
+        return _draw(fleet.model.review_time, clock)
+
+    yield from _hold(fleet, env, trial, "reviewers", position, None, start)
+
+
+def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: int | None,
+          start: Any) -> Any:
+    """Wait FIFO for one unit of the pool ``name`` (``"llm"`` or ``"reviewers"``), then hold it
+    for the seconds ``start()`` returns once granted; give it back whatever ends the hold.
+
+    The time queued goes to ``trial.wait_<name>``, the time held to ``fleet.busy[name]``; a
+    trial past its deadline leaves the queue without being served."""
     log = trial.log
-    request = fleet.reviewers.request()
+    pool = getattr(fleet, name)
+    request = pool.request()
     since = env.now
     granted = None
     try:
@@ -281,25 +274,24 @@ def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, c
             if trial.overdue:
                 raise _Stop
             if log:
-                log(trial, "request", position, None, "reviewers", None)
+                log(trial, "request", step, attempt, name, None)
         yield request
         granted = env.now
-        trial.wait_reviewers += granted - since
+        setattr(trial, f"wait_{name}", getattr(trial, f"wait_{name}") + granted - since)
         if log:
-            log(trial, "acquire", position, None, "reviewers", None)
-            log(trial, "checkpoint", position, None, "reviewers", outcome)
-        seconds = _draw(fleet.model.review_time, clock)
+            log(trial, "acquire", step, attempt, name, None)
+        seconds = start()
         if seconds > 0.0:
             yield _wait(env, trial, seconds)
     finally:
         if granted is None:
-            trial.wait_reviewers += env.now - since
+            setattr(trial, f"wait_{name}", getattr(trial, f"wait_{name}") + env.now - since)
             request.cancel()
         else:
-            fleet.busy["reviewers"] += env.now - granted
+            fleet.busy[name] += env.now - granted
             if log:
-                log(trial, "release", position, None, "reviewers", None)
-        fleet.reviewers.release(request)
+                log(trial, "release", step, attempt, name, None)
+        pool.release(request)
 
 
 def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
