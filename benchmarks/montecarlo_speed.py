@@ -124,7 +124,7 @@ def simulate_rate(scenario: Scenario, trials: int, threads: int, repeats: int) -
 LOAD_KERNEL = (
     "import relsim\n"
     "from relsim.montecarlo import _driver, _inputs\n"
-    "_driver._Kernel(_inputs.kernel_input(relsim.Scenario.from_dict({'steps': 2, 'p': 0.5})))\n"
+    "_driver._Kernel(_inputs.kernel_input(relsim.scenario.trial_model(relsim.Scenario.from_dict({'steps': 2, 'p': 0.5}))))\n"
 )
 
 

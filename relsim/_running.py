@@ -14,13 +14,12 @@ from typing import Any
 import numpy as np
 
 from relsim.errors import invalid
+from relsim import checks
 
 
 def check_int(value: Any, name: str, low: int) -> int:
     """``value`` as an int, or a ``RelsimError`` unless it is an integer ``>= low``."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low:
-        return int(value)
-    raise invalid(name, f"an integer >= {low}", value)
+    return checks.integer(value, name, low)
 
 
 def check_seed(seed: Any) -> tuple[np.random.SeedSequence, int | None]:

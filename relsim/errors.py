@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RelsimError", "invalid", "show"]
+__all__ = ["RelsimError", "ScenarioError", "invalid", "show"]
 
 
 class RelsimError(ValueError):
     """Bad input: the message names the file (when there is one), the key and the range."""
+
+
+class ScenarioError(RelsimError):
+    """A scenario that breaks the format: the message names the file, the key and the range."""
 
 
 def show(value: Any, width: int = 40) -> str:

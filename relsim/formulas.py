@@ -29,6 +29,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from relsim.errors import RelsimError, invalid
+from relsim import checks
 
 __all__ = [
     "ChainOutcome",
@@ -99,72 +100,16 @@ class ChainOutcome(NamedTuple):
 
 
 # ------------------------------------------------------------------------- input checks
-#: The largest count any closed form takes: int64 arithmetic on it stays exact.
-_MAX_COUNT = 2**62
-
-
-def _first_bad(x: np.ndarray, bad: np.ndarray) -> Any:
-    """The first offending value, as a plain Python number for the message."""
-    value = x[bad].flat[0] if x.ndim else x.item()
-    return value.item() if hasattr(value, "item") else value
-
-
-def _as_float(value: Any, name: str, allowed: str) -> np.ndarray:
-    try:
-        x = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise invalid(name, allowed, value) from None
-    return x
-
-
-def _ranged(value: Any, name: str, allowed: str, ok: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """``value`` as floats, each passing ``ok`` (NaN fails every comparison), else a RelsimError."""
-    x = _as_float(value, name, allowed)
-    bad = ~ok(x)
-    if bad.any():
-        raise invalid(name, allowed, _first_bad(x, bad))
-    return x
-
-
-def _probability(value: Any, name: str) -> np.ndarray:
-    return _ranged(value, name, "a probability in [0, 1]", lambda x: (x >= 0.0) & (x <= 1.0))
-
-
-def _count(value: Any, name: str, low: int = 0, high: int = _MAX_COUNT, allowed: str | None = None) -> np.ndarray:
-    """``value`` as int64 integers in ``low..high``, else a RelsimError.
-
-    Every integer type is range-checked *before* the cast to int64 (a ``numpy.uint64`` of
-    2**64-1 would otherwise wrap to -1), huge Python integers included."""
-    if allowed is None:
-        allowed = f"an integer in {low}..{_bound_text(high)}"
-    x = np.asarray(value)
-    if x.dtype.kind == "O":  # huge Python ints, or a list mixing ints and None
-        x = _as_float(value, name, allowed)
-    elif x.dtype.kind not in "iuf":  # text, booleans
-        raise invalid(name, allowed, value)
-    if x.dtype.kind == "f":
-        bad = ~np.isfinite(x) | (x != np.floor(x)) | (x < low) | (x > high)
-    else:  # exact integer comparisons, signed or unsigned, with no cast first
-        bad = (x < low) | (x > high)
-    if bad.any():
-        raise invalid(name, allowed, _first_bad(x, bad))
-    return x.astype(np.int64)
-
-
-def _bound_text(high: int) -> str:
-    return "2**62" if high == _MAX_COUNT else f"{high:_}".replace("_", ",")
+_MAX_COUNT = checks.MAX_COUNT
+_ranged = checks.floats_in
+_probability = checks.probabilities
+_count = checks.integers
+_positive = checks.positives
+_nonnegative = checks.nonnegatives
 
 
 def _target(value: Any, name: str = "target") -> np.ndarray:
-    return _ranged(value, name, "a number in (0, 1]", lambda x: (x > 0.0) & (x <= 1.0))
-
-
-def _positive(value: Any, name: str) -> np.ndarray:
-    return _ranged(value, name, "a finite number > 0", lambda x: (x > 0.0) & np.isfinite(x))
-
-
-def _nonnegative(value: Any, name: str) -> np.ndarray:
-    return _ranged(value, name, "a finite number >= 0", lambda x: (x >= 0.0) & np.isfinite(x))
+    return checks.floats_in(value, name, "a number in (0, 1]", lambda x: (x > 0.0) & (x <= 1.0))
 
 
 def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
@@ -1107,7 +1052,7 @@ def latent_difficulty_chain(alpha: Any, beta: Any, steps: Any) -> Any:
 
 
 #: logit_normal_chain: the largest task_sd (the trapezoid rule then takes 96,001 nodes) ...
-_MAX_TASK_SD = 1000.0
+_MAX_TASK_SD = checks.MAX_SD
 #: ... and the most Gauss-Hermite nodes (numpy's hermegauss takes about 0.3 s for 1000, and
 #: overflows beyond a few thousand).
 _MAX_NODES = 1000

@@ -14,9 +14,9 @@ Both can be raised for one process with the environment variables ``RELSIM_TIME_
 few times the truth on the calibration machine); they exist to turn hours and hundreds of
 GiB into one clear line, not to predict a run to the second.
 
-The float range is a limit too: ``cost_unit`` is the power of two the engines hold costs in,
-so that costs near it (1e160 per attempt) neither overflow in the sums nor warn; an expected
-cost beyond the range is reported as infinite.
+The float range is a limit too: ``TrialModel.cost_unit`` (``relsim.scenario.compiled``) is the
+power of two the engines hold costs in, so that costs near it (1e160 per attempt) neither
+overflow in the sums nor warn; an expected cost beyond the range is reported as infinite.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ __all__ = [
     "MEMORY_LIMIT",
     "TIME_LIMIT",
     "WorkEstimate",
-    "cost_unit",
     "memory_limit",
     "time_limit",
 ]
@@ -162,30 +161,3 @@ def format_bytes(size: float) -> str:
             return f"{size:.3g} {unit}" if unit != "B" else f"{size:.0f} B"
         size /= 1024
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def cost_unit(scenario: Any) -> float:
-    """The power of two that an engine divides a scenario's costs by while it sums them.
-
-    1 for costs of ordinary size (so results are exactly what they were). Costs near the
-    float range (1e160 per attempt, squared in a variance or summed over many attempts) would
-    overflow, and tiny ones underflow: those are held in units of the power of two above the
-    largest cost, which rescales exactly, and the expected cost is multiplied back at the end
-    (infinite, as stated, when it is beyond the range).
-
-    Examples
-    --------
-    >>> from relsim import Scenario
-    >>> cost_unit(Scenario.from_dict({"steps": 3, "p": 0.9}))
-    1.0
-    >>> costly = Scenario.from_dict({"steps": 3, "p": 0.9, "cost": {"attempt": 1e160}})
-    >>> cost_unit(costly) == 2.0**531
-    True
-    """
-    cost = scenario.cost
-    largest = max(
-        float(max(scenario.attempt_cost_array)), cost.verify, cost.checkpoint, cost.rollback
-    )
-    if largest == 0.0 or 2.0**-256 <= largest <= 2.0**256:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(largest)[1] - 1)  # each cost / unit is below 2

@@ -86,7 +86,7 @@ BAD = [
      "verifier.mis: unknown key; did you mean 'miss'?"),
     ("retries without verifier", "steps = 3\np = 0.9\n[retries]\nper_step = 2\n",
      "retries: needs a [verifier]"),
-    ("out of range", "steps = 3\np = 1.5\n", "p: must be in [0, 1], got 1.5"),
+    ("out of range", "steps = 3\np = 1.5\n", "p: must be a probability in [0, 1], got 1.5"),
     ("negative budget", "steps = 3\np = 0.9\n[verifier]\n[retries]\nper_step = -1\n",
      "retries.per_step: must be an integer in 0..10000, got -1"),
     ("wrong list length", "steps = 3\np = [0.9, 0.8]\n",

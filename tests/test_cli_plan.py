@@ -117,7 +117,7 @@ def test_bad_scenario_file_is_a_usage_error(tmp_path, capsys):
     path.write_text("steps = 3\np = 1.5\n", encoding="utf-8")
     code = main(["solve", str(path), "--for", "p", "--target", "0.9"])
     err = capsys.readouterr().err
-    assert code == EXIT_USAGE and "p: must be in [0, 1]" in err
+    assert code == EXIT_USAGE and "p: must be a probability in [0, 1]" in err
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from relsim.scenario import trial_model
 from relsim import formulas
-from relsim.exact import _GK_NODES, _GK_WEIGHTS, _G_WEIGHTS, _evaluate, evaluate
+from relsim._quadrature import _GK_NODES, _GK_WEIGHTS, _G_WEIGHTS
+from relsim.exact import _evaluate, evaluate
 from relsim.results import Outcome
 from relsim.scenario import Scenario
 
@@ -43,13 +45,13 @@ def _setup(s: Scenario):
     conf = s.correlation.confusion
     return dict(
         n=s.steps,
-        p=s.p_array.tolist(),
-        miss=s.miss_array.tolist(),
-        false_reject=s.false_reject_array.tolist(),
-        per_step=s.per_step_array.tolist(),
-        total=math.inf if s.total_retries is None else s.total_retries,
-        unit=(s.attempt_cost_array + s.cost.verify).tolist(),
-        positions=set(s.checkpoint_positions),
+        p=trial_model(s).p.tolist(),
+        miss=trial_model(s).miss.tolist(),
+        false_reject=trial_model(s).false_reject.tolist(),
+        per_step=trial_model(s).per_step.tolist(),
+        total=math.inf if not trial_model(s).has_total else s.retries.total,
+        unit=(trial_model(s).cost_per_attempt).tolist(),
+        positions=set(trial_model(s).checkpoint_positions),
         detect=ck.detect if ck else 1.0,
         false_alarm=ck.false_alarm if ck else 0.0,
         rollbacks=ck.rollbacks if ck else 0,
@@ -91,7 +93,7 @@ def enumerate_paths(s: Scenario, misread: str | None = None) -> dict:
     ``misread`` plants a plausible wrong reading, for negative controls: ``"refund"`` (a
     rollback gives the retries back) or ``"stay_confused"`` (a rollback keeps the confusion).
     """
-    assert not s.has_random_effects
+    assert not trial_model(s).has_random_effects
     c = _setup(s)
     totals = {"success": [0.0, 0.0, 0.0], "silent_failure": [0.0, 0.0, 0.0],
               "detected_failure": [0.0, 0.0, 0.0]}
@@ -293,7 +295,7 @@ def scenarios(draw, max_steps=3, max_budget=2, max_rollbacks=2, random_effects=F
 def _branches(s: Scenario) -> float:
     """A bound on the number of paths enumerate_paths follows."""
     per_attempt = 2 * (2 if s.correlation.confusion else 1) * (2 if s.verifier else 1)
-    per_execution = sum(per_attempt ** (k + 1) for k in range(int(s.per_step_array.max()) + 1))
+    per_execution = sum(per_attempt ** (k + 1) for k in range(int(trial_model(s).per_step.max()) + 1))
     executions = s.steps * (1 + (s.checkpoints.rollbacks if s.checkpoints else 0))
     return float(per_execution) ** executions
 
@@ -570,10 +572,10 @@ def test_outcomes_sum_to_one_and_costs_are_consistent(s):
     assert min(out.success, out.silent_failure, out.detected_failure) >= 0.0
     # at least one attempt (the first), at most every attempt of every execution
     executions = s.steps * (1 + (s.checkpoints.rollbacks if s.checkpoints else 0))
-    most = executions * (1 + int(s.per_step_array.max()))
+    most = executions * (1 + int(trial_model(s).per_step.max()))
     assert 1.0 - 1e-9 <= out.expected_attempts <= most + 1e-9
     if s.cost.checkpoint == 0 and s.cost.rollback == 0:
-        per_attempt = s.attempt_cost_array + s.cost.verify
+        per_attempt = trial_model(s).cost_per_attempt
         assert per_attempt.min() * out.expected_attempts - 1e-9 <= out.expected_cost
         assert out.expected_cost <= per_attempt.max() * out.expected_attempts + 1e-9
 

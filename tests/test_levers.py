@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from relsim.scenario import trial_model
 import relsim
 from relsim.cli import main
 from relsim.plan import levers
@@ -171,8 +172,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 
 def test_apply_sets_dotted_keys_and_validates():
     s = apply(R2, {"verifier.false_reject": 0.1, "checkpoints.final": True})
-    assert s.verifier.false_reject == 0.1 and s.checkpoint_positions == (25,)
-    with pytest.raises(relsim.ScenarioError, match="verifier.miss: must be in"):
+    assert s.verifier.false_reject == 0.1 and trial_model(s).checkpoint_positions == (25,)
+    with pytest.raises(relsim.ScenarioError, match="verifier.miss: must be a probability in"):
         apply(R2, {"verifier.miss": 2})
     with pytest.raises(relsim.ScenarioError, match="did you mean 'miss'"):
         apply(R2, {"verifier.mis": 0.1})

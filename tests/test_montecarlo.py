@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import relsim
 from relsim import Scenario, simulate
+from relsim.scenario import trial_model
 from relsim.errors import RelsimError
 from relsim.montecarlo import BLOCK_TRIALS, _checks, _driver, _inputs, _kernels
 
@@ -280,7 +281,7 @@ def test_small_scenarios_agree_with_the_exact_engine(s):
 @pytest.mark.parametrize("case", ["R1", "R2", "R3", "R8"])
 def test_general_kernel_draws_the_same_trials_as_the_simple_one(case, monkeypatch):
     s = scenario(case)
-    assert _inputs.kernel_input(s).exact  # these run on the fast kernel
+    assert _inputs.kernel_input(trial_model(s)).exact  # these run on the fast kernel
     fast = simulate(s, 100_000, seed=12, record=50)
     monkeypatch.setattr(_driver, "_FORCE_GENERAL", True)
     general = simulate(s, 100_000, seed=12, record=50)
@@ -376,7 +377,7 @@ def test_a_kernel_told_to_stop_returns_after_one_slice_with_the_trials_it_did(ex
     monkeypatch.setattr(_driver, "SIMPLE_SLICE", 1000)
     monkeypatch.setattr(_driver, "GENERAL_SLICE", 1000)
     s = scenario("R1" if exact else "R7")
-    kernel = _driver._Kernel(_inputs.kernel_input(s), attempts_per_trial=25.0)
+    kernel = _driver._Kernel(_inputs.kernel_input(trial_model(s)), attempts_per_trial=25.0)
     assert kernel.prepared.exact is exact
     stop = InterruptFlag()
     stop.set()

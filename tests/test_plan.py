@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relsim.scenario import trial_model
 import relsim
 from relsim import formulas
 from relsim import plan as planner
@@ -126,7 +127,7 @@ def least_by_enumeration(success_of, target, limit):
 @pytest.mark.parametrize("target", [0.5, 0.8, 0.9])
 def test_retries_equals_enumeration(name, target):
     s = SMALL[name]
-    total = s.total_retries
+    total = None if s.retries is None else s.retries.total
     expected = least_by_enumeration(
         lambda r: evaluate(with_retries(s, r, total)).success, target, 40
     )
@@ -152,7 +153,7 @@ def test_total_equals_enumeration(name, target):
         assert not plan.feasible
     else:
         assert plan.feasible and plan.value == expected
-        assert plan.scenario.total_retries == expected
+        assert plan.scenario.retries.total == expected
         if per_step is not None:  # the per-step cap is kept
             assert plan.scenario.retries.per_step == per_step
 
@@ -287,11 +288,11 @@ def chain_brute_force(s: Scenario, target: float, top: int, objective: str = "ex
     cost = sum_i c_i S_i prod_{j<i} (1 - q_j^(r_j+1))."""
     n = s.steps
     grids = np.array(list(itertools.product(range(top + 1), repeat=n)))
-    step = formulas.verified_step(s.p_array, grids, s.miss_array, s.false_reject_array)
+    step = formulas.verified_step(trial_model(s).p, grids, trial_model(s).miss, trial_model(s).false_reject)
     success = np.prod(step.success, axis=1)
     passed = 1 - step.exhausted
     reach = np.concatenate([np.ones((len(grids), 1)), np.cumprod(passed, axis=1)[:, :-1]], axis=1)
-    unit = s.attempt_cost_array + s.cost.verify
+    unit = trial_model(s).cost_per_attempt
     cost = np.sum(unit * step.expected_attempts * reach, axis=1)
     value = cost if objective == "expected_cost" else cost / success
     ok = success >= target
@@ -371,7 +372,7 @@ def test_allocation_general_equals_brute_force(name):
     s = SMALL[name]
     target = 0.6
     top = 3
-    total = s.total_retries
+    total = None if s.retries is None else s.retries.total
     best_cost = math.inf
     for budgets in itertools.product(range(top + 1), repeat=s.steps):
         o = evaluate(with_retries(s, list(budgets), total))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relsim.scenario import trial_model
 from relsim.scenario import Checkpoints, Correlation, Retries, Scenario, ScenarioError, Verifier
 
 BASE = {"steps": 3, "p": 0.9}
@@ -58,42 +59,42 @@ rollback = 0.0
     s = Scenario.from_toml(path)
     assert s.name == "coding agent, 25 steps" and s.steps == 25 and s.target == 0.95
     assert s.verifier == Verifier(miss=0.1, false_reject=0.02)
-    assert s.per_step_array.tolist() == [2] * 25 and s.total_retries == 10
-    assert s.checkpoint_positions == (5, 10, 12, 15, 20, 25)
+    assert trial_model(s).per_step.tolist() == [2] * 25 and s.retries.total == 10
+    assert trial_model(s).checkpoint_positions == (5, 10, 12, 15, 20, 25)
     assert s.correlation.confusion.recover == 0.2
-    assert s.has_random_effects
+    assert trial_model(s).has_random_effects
 
 
 def test_defaults_and_per_step_arrays():
     s = Scenario.from_dict({"steps": 4, "p": [0.9, 0.8, 0.7, 1]})
-    assert s.p_array.tolist() == [0.9, 0.8, 0.7, 1.0]
-    assert s.miss_array.tolist() == [1.0] * 4  # no verifier: every attempt is accepted
-    assert s.false_reject_array.tolist() == [0.0] * 4
-    assert s.per_step_array.tolist() == [0] * 4
-    assert s.total_retries is None
-    assert s.attempt_cost_array.tolist() == [1.0] * 4
-    assert s.checkpoint_positions == ()
-    assert not s.has_random_effects
+    assert trial_model(s).p.tolist() == [0.9, 0.8, 0.7, 1.0]
+    assert trial_model(s).miss.tolist() == [1.0] * 4  # no verifier: every attempt is accepted
+    assert trial_model(s).false_reject.tolist() == [0.0] * 4
+    assert trial_model(s).per_step.tolist() == [0] * 4
+    assert not trial_model(s).has_total
+    assert trial_model(s).attempt_cost.tolist() == [1.0] * 4
+    assert trial_model(s).checkpoint_positions == ()
+    assert not trial_model(s).has_random_effects
     with pytest.raises(ValueError):
-        s.p_array[0] = 0.5  # engines get read-only arrays
+        trial_model(s).p[0] = 0.5  # engines get read-only arrays
 
 
 def test_only_a_total_is_also_the_per_step_cap():
     s = Scenario.from_dict({**BASE, "verifier": {}, "retries": {"total": 4}})
-    assert s.per_step_array.tolist() == [4, 4, 4] and s.total_retries == 4
+    assert trial_model(s).per_step.tolist() == [4, 4, 4] and s.retries.total == 4
 
 
 def test_verifier_lists_per_step():
     s = Scenario.from_dict({**BASE, "verifier": {"miss": [0.1, 0.2, 0.3], "false_reject": 0.05}})
-    assert s.miss_array.tolist() == [0.1, 0.2, 0.3]
-    assert s.false_reject_array.tolist() == [0.05] * 3
+    assert trial_model(s).miss.tolist() == [0.1, 0.2, 0.3]
+    assert trial_model(s).false_reject.tolist() == [0.05] * 3
 
 
 def test_checkpoint_positions_merge_every_at_and_final():
     s = Scenario.from_dict({"steps": 10, "p": 0.9, "checkpoints": {"every": 4, "at": [3, 8]}})
-    assert s.checkpoint_positions == (3, 4, 8)
+    assert trial_model(s).checkpoint_positions == (3, 4, 8)
     s = Scenario.from_dict({"steps": 10, "p": 0.9, "checkpoints": {"final": True}})
-    assert s.checkpoint_positions == (10,)
+    assert trial_model(s).checkpoint_positions == (10,)
 
 
 def test_dataclasses_replace_revalidates():
@@ -196,7 +197,7 @@ BAD = [
     ({**BASE, "checkpoints": {"every": 5}}, "checkpoints", "every = 5 exceeds steps = 3"),
     ({**BASE, "checkpoints": {"every": 0}}, "checkpoints.every", "integer in 1..100000"),
     ({**BASE, "checkpoints": {"at": [4]}}, "checkpoints.at", "integer in 1..3"),
-    ({**BASE, "checkpoints": {"at": 2}}, "checkpoints.at", "list of steps in 1..3"),
+    ({**BASE, "checkpoints": {"at": 2}}, "checkpoints.at", "list of step numbers (1..steps)"),
     ({**BASE, "checkpoints": {"final": "yes"}}, "checkpoints.final", "true or false"),
     ({**BASE, "checkpoints": {"final": True, "detect": 2}}, "checkpoints.detect", "[0, 1]"),
     ({**BASE, "checkpoints": {"final": True, "false_alarm": -1}}, "checkpoints.false_alarm",

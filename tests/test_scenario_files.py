@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from relsim.scenario import trial_model
 from relsim import Scenario, evaluate, formulas
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
@@ -129,7 +130,7 @@ def test_confused_agent_matches_the_forward_recursion():
 def test_production_agent_reports_cost_per_success():
     s = _load("production_agent.toml")
     out = evaluate(s)
-    assert s.has_random_effects and s.correlation.confusion and s.total_retries == 15
+    assert trial_model(s).has_random_effects and s.correlation.confusion and s.retries.total == 15
     # cost per success is what a user pays per finished task: 1 / success trials' worth
     assert out.cost_per_success > out.expected_cost and math.isfinite(out.cost_per_success)
     # attempts cost $0.03-0.10 plus $0.01 to verify; the test runs add a little

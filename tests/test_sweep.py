@@ -279,7 +279,7 @@ def test_a_changed_base_file_is_refused_but_comments_do_not_count(tmp_path):
         ({"base": BASE, "mode": "zip", "axes": {"p": [0.8, 0.9], "steps": [1, 2, 3]}},
          "axes: zip mode needs axes of one length, got p: 2, steps: 3"),
         ({"base": BASE, "axes": {"verifier.miss": [0.0, 2]}},
-         "point 1 (verifier.miss = 2): verifier.miss: must be in [0, 1], got 2"),
+         "point 1 (verifier.miss = 2): verifier.miss: must be a probability in [0, 1], got 2"),
         ({"base": BASE, "axes": {"p": [0.9], "retries.per_step": [1, -1]}},
          "point 1 (p = 0.9, retries.per_step = -1): retries.per_step: must be an integer"),
         ({"base": {"steps": 3, "p": 0.9}, "axes": {"retries.per_step": [1]}},
@@ -385,7 +385,7 @@ def test_cli_sweep_json_summary_and_resume(tmp_path, capsys):
         ('base = {steps = 3, p = 0.9}\n[axes]\n"verifier.mis" = [0.1]\n', "did you mean 'verifier.miss'?"),
         ('base = {steps = 3, p = 0.9}\nmode = "zip"\n[axes]\np = [0.9, 0.8]\nsteps = [1]\n',
          "zip mode needs axes of one length"),
-        ('base = {steps = 3, p = 0.9}\n[axes]\np = [0.9, 1.5]\n', "point 1 (p = 1.5): p: must be in [0, 1]"),
+        ('base = {steps = 3, p = 0.9}\n[axes]\np = [0.9, 1.5]\n', "point 1 (p = 1.5): p: must be a probability in [0, 1]"),
     ],
 )
 def test_cli_bad_grid_is_one_line_exit_2(tmp_path, capsys, grid_text, message):

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from relsim import Duration, Scenario, ScenarioError, evaluate
-from relsim.scenario_time import Backoff, Fleet, Resources, Timing
+from relsim.scenario import Backoff, Fleet, Resources, Timing
 
 BASE = {"steps": 3, "p": 0.9}
 VERIFIED = {**BASE, "verifier": {"miss": 0.1}, "retries": {"per_step": 1}}

@@ -30,7 +30,7 @@ from relsim.montecarlo._layout import BlockSums, Histogram, Record, Streams
 from relsim.montecarlo._tally import ExactTally, GeneralResult, StreamTally, simulated_outcome
 from relsim.montecarlo._threads import run_in_order
 from relsim.results import SimulatedOutcome
-from relsim.scenario import Scenario, as_scenario
+from relsim.scenario import Scenario, as_scenario, trial_model
 
 #: Trials per block: the unit of seeding. Changing it changes the trials a seed draws.
 BLOCK_TRIALS = 1 << 16
@@ -192,8 +192,9 @@ def simulate(
         estimate.check("record", f"record at most about {fitting:,} trials")
     estimate.check("trials", _advice(trials, estimate))
 
-    prepared = kernel_input(scenario, force_general=_FORCE_GENERAL)
-    kernel = _Kernel(prepared, expected_work(scenario)[0])
+    model = trial_model(scenario)
+    prepared = kernel_input(model, force_general=_FORCE_GENERAL)
+    kernel = _Kernel(prepared, expected_work(model)[0])
     n_blocks = -(-trials // BLOCK_TRIALS)
     if blocks_per_task is None:
         blocks_per_task = min(_DEFAULT_MAX_BLOCKS_PER_TASK, max(1, -(-n_blocks // (4 * threads))))

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from relsim.limits import WorkEstimate
-from relsim.scenario import Scenario, as_scenario
+from relsim.scenario import Scenario, TrialModel, as_scenario, trial_model
 
 # Seconds per attempt and per step execution, one thread, on the calibration machine
 # (benchmarks/limits_calibration.py; two busy cores).
@@ -55,15 +55,15 @@ def work_estimate(
     >>> work_estimate(r1, 10**8, record=10**8).memory > 4 * 2**30
     True
     """
-    scenario = as_scenario(scenario)
-    work, executions = expected_work(scenario)
+    model = trial_model(as_scenario(scenario))
+    work, executions = expected_work(model)
     from relsim.montecarlo._inputs import kernel_input
 
-    simple = kernel_input(scenario).exact
+    simple = kernel_input(model).exact
     if simple:
         per_trial = work * _SIMPLE_ATTEMPT
     else:
-        per_execution_cost = _GENERAL_EXECUTION if scenario.has_random_effects else 0.0
+        per_execution_cost = _GENERAL_EXECUTION if model.has_random_effects else 0.0
         per_trial = work * _GENERAL_ATTEMPT + executions * per_execution_cost
     seconds = trials * per_trial / max(1, threads)
     memory = _FIXED_BYTES + record * _RECORD_BYTES
@@ -76,25 +76,20 @@ def work_estimate(
     return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
 
 
-def expected_work(scenario: Scenario) -> tuple[float, float]:
+def expected_work(model: TrialModel) -> tuple[float, float]:
     """Attempts and step executions per trial, in expectation (pessimistic; see above)."""
-    n = scenario.steps
-    p = np.asarray(scenario.p_array, dtype=float)
-    correlation = scenario.correlation
-    spread = 2.0 * float(np.hypot(correlation.task_sd, correlation.step_sd))
+    p = np.asarray(model.p, dtype=float)
+    spread = 2.0 * float(np.hypot(model.task_sd, model.step_sd))
     if spread > 0:
         inner = np.clip(p, 1e-300, 1 - 1e-16)
         low = 1.0 / (1.0 + np.exp(-(np.log(inner) - np.log1p(-inner) - spread)))
         p_low = np.where((p == 0) | (p == 1), p, low)
     else:
         p_low = p
-    if correlation.confusion is not None:
-        p_low = p_low * correlation.confusion.factor
-    miss = np.asarray(scenario.miss_array, dtype=float)
-    false_reject = np.asarray(scenario.false_reject_array, dtype=float)
-    retries = np.asarray(scenario.per_step_array, dtype=float)
-    if scenario.total_retries is not None:
-        retries = np.minimum(retries, scenario.total_retries)
+    p_low = p_low * model.factor  # 1 without confusion
+    miss = np.asarray(model.miss, dtype=float)
+    false_reject = np.asarray(model.false_reject, dtype=float)
+    retries = np.asarray(model.step_caps, dtype=float)
 
     def per_execution(prob: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rejected = prob * false_reject + (1 - prob) * (1 - miss)
@@ -115,23 +110,22 @@ def expected_work(scenario: Scenario) -> tuple[float, float]:
 
     executions = float(reach.sum())
     work = float((reach * attempts).sum())
-    checks = scenario.checkpoints
-    if checks is not None and checks.rollbacks > 0:
-        positions = np.asarray(scenario.checkpoint_positions)
+    if model.has_checkpoints and model.rollbacks > 0:
+        positions = np.asarray(model.checkpoint_positions)
         starts = np.concatenate([[0], positions[:-1]])  # segment i is steps starts[i]..positions[i]
         lengths = positions - starts
         with np.errstate(divide="ignore"):
             clean = np.exp(np.add.reduceat(np.log1p(-taint), starts))  # P(no taint) per segment
-        caught = np.minimum(1.0, checks.false_alarm + checks.detect * (1.0 - clean))
+        caught = np.minimum(1.0, model.false_alarm + model.detect * (1.0 - clean))
         # a segment caught with probability c runs again c / (1 - c) times on average
         with np.errstate(divide="ignore"):
             reruns = np.where(
-                caught >= 1.0, checks.rollbacks, np.minimum(checks.rollbacks, caught / (1 - caught))
+                caught >= 1.0, model.rollbacks, np.minimum(model.rollbacks, caught / (1 - caught))
             )
         extra_executions = float((reruns * lengths).sum())
         extra_attempts = float((reruns * np.add.reduceat(attempts, starts)).sum())
         longest = int(lengths.max())
-        bound = checks.rollbacks * longest  # the budget is shared by every segment
+        bound = model.rollbacks * longest  # the budget is shared by every segment
         scale = min(1.0, bound / extra_executions) if extra_executions else 1.0
         executions += extra_executions * scale
         work += extra_attempts * scale

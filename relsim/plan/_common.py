@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relsim import formulas
+from relsim.scenario import trial_model
 from relsim.errors import RelsimError, invalid
 from relsim.plan.result import QUANTITIES, Plan
 from relsim.results import Outcome
@@ -156,11 +157,9 @@ def _evaluate(scenario: Scenario) -> Outcome:
 
 def _is_chain(scenario: Scenario) -> bool:
     """True when the scenario is a chain of independent verified steps (the closed form)."""
-    return (
-        scenario.checkpoints is None
-        and scenario.total_retries is None
-        and not scenario.has_random_effects
-        and scenario.correlation.confusion is None
+    model = trial_model(scenario)
+    return not (
+        model.has_checkpoints or model.has_total or model.has_random_effects or model.has_confusion
     )
 
 
@@ -168,12 +167,8 @@ def _success(scenario: Scenario) -> _Success:
     """Exact success (with its failure probability, for :func:`_reaches`): the closed-form
     chain where it applies, else the engine."""
     if _is_chain(scenario):
-        chain = formulas.verified_chain(
-            scenario.p_array,
-            scenario.per_step_array,
-            scenario.miss_array,
-            scenario.false_reject_array,
-        )
+        model = trial_model(scenario)
+        chain = formulas.verified_chain(model.p, model.per_step, model.miss, model.false_reject)
         return _Success(chain.success, chain.silent_failure + chain.detected_failure)
     return _outcome_success(_evaluate(scenario))
 
@@ -225,7 +220,7 @@ def _with_per_step(scenario: Scenario, budget: int | Sequence[int]) -> Scenario:
         budget = tuple(int(b) for b in budget)
     else:
         budget = int(budget)
-    return replace(scenario, retries=Retries(per_step=budget, total=scenario.total_retries))
+    return replace(scenario, retries=Retries(per_step=budget, total=None if scenario.retries is None else scenario.retries.total))
 
 
 def _with_total(scenario: Scenario, budget: int | None) -> Scenario:
@@ -249,9 +244,8 @@ def _budget_floor(scenario: Scenario) -> int:
     r"""Least ``r >= 1`` with :math:`q^r \le 10^{-12}` at the slowest step (confused or not;
     a state that can never pass, :math:`q = 1`, is left out: it never converges and never
     contributes): past it a chain's success no longer moves; capped at ``MAX_BUDGET``."""
-    prob = scenario.p_array
-    miss = scenario.miss_array
-    reject = scenario.false_reject_array
+    model = trial_model(scenario)
+    prob, miss, reject = model.p, model.miss, model.false_reject
     rates = [prob]
     confusion = scenario.correlation.confusion
     if confusion is not None:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from relsim import formulas
+from relsim.scenario import trial_model
 from relsim.errors import RelsimError, invalid
 from relsim.plan import _common
 from relsim.plan._common import (
@@ -187,7 +188,7 @@ def _why(budgets: Sequence[int], objective: str) -> str:
 def _check_size(scenario: Scenario) -> None:
     """Refuse, before any work, a chain table or bucketed programme over ``MAX_MEMORY``."""
     width = _budget_floor(scenario) + 1
-    effect = scenario.has_random_effects
+    effect = trial_model(scenario).has_random_effects
     cells = scenario.steps * width * (21 if effect else 1)
     table = 8 * cells * 8  # eight float64 tables and temporaries of that size
     buckets = scenario.steps * (BUCKETS + 1) * 2  # the int16 choice table of the programme
@@ -289,20 +290,15 @@ def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
     width = _budget_floor(scenario) + 1
     budgets = np.arange(width)
     shape = (scenario.steps, width)
+    model = trial_model(scenario)
     if effect_sd > 0:
         nodes, weights = np.polynomial.hermite_e.hermegauss(21)
         weights = weights / weights.sum()
-        prob = scenario.p_array
-        inner = np.clip(prob, 1e-300, 1 - 1e-16)
-        logit = np.log(inner) - np.log1p(-inner)
-        shifted = 1.0 / (1.0 + np.exp(-(logit[:, None] + effect_sd * nodes[None, :])))
-        fixed = ((prob == 0) | (prob == 1))[:, None]  # p of 0 or 1 is left as it is
-        shifted = np.where(fixed, prob[:, None], shifted)
         step = formulas.verified_step(
-            shifted[:, :, None],
+            model.shifted_p(effect_sd * nodes)[:, :, None],
             budgets[None, None, :],
-            scenario.miss_array[:, None, None],
-            scenario.false_reject_array[:, None, None],
+            model.miss[:, None, None],
+            model.false_reject[:, None, None],
         )
         full = shape[:1] + (len(nodes),) + shape[1:]
         w = weights[None, :, None]
@@ -315,10 +311,7 @@ def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
         )
     else:
         step = formulas.verified_step(
-            scenario.p_array[:, None],
-            budgets[None, :],
-            scenario.miss_array[:, None],
-            scenario.false_reject_array[:, None],
+            model.p[:, None], budgets[None, :], model.miss[:, None], model.false_reject[:, None]
         )
         success = np.broadcast_to(np.asarray(step.success, float), shape).copy()
         failed = np.asarray(step.silent_failure, float) + np.asarray(step.exhausted, float)
@@ -330,7 +323,7 @@ def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
     top = log_success[:, -1]
     # least budget within 1e-12 (relative) of the step's ceiling: more is never worth it
     high = np.argmax(log_success >= (top - CONVERGED)[:, None], axis=1)
-    unit_cost = scenario.attempt_cost_array + scenario.cost.verify
+    unit_cost = model.cost_per_attempt
     low = np.zeros(scenario.steps, dtype=np.int64)
     return _ChainTable(success, passed, attempts, unit_cost, low, high, log_success)
 
@@ -548,8 +541,8 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
     n = scenario.steps
     correlation = scenario.correlation
     table = _step_table(scenario, math.hypot(correlation.task_sd, correlation.step_sd))
-    if scenario.total_retries is not None:  # a per-step budget above the total is never spent
-        table.high = np.minimum(table.high, scenario.total_retries)
+    if trial_model(scenario).has_total:  # a per-step budget above the total is never spent
+        table.high = np.minimum(table.high, trial_model(scenario).total)
     if not np.isfinite(table.ceiling()):  # some step can never succeed
         return _allocation_infeasible(scenario, goal)
     evaluations: dict[tuple[int, ...], Outcome] = {}

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from relsim.scenario import trial_model
 from relsim.plan import diagnosis
 from relsim.plan._common import (
     Plan,
@@ -33,12 +34,12 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
     s = scenario
     if s.retries is not None and s.retries.total is not None:
         out.append(("retries.total", _with_total(s, None)))
-    if s.verifier is not None and np.any(s.miss_array > 0):
+    if s.verifier is not None and np.any(trial_model(s).miss > 0):
         out.append(("verifier.miss", _with_rate(s, "miss", 0.0)))
     if s.verifier is not None:
         out.append(("retries.per_step", _with_per_step(s, _budget_floor(s))))
     correlation = s.correlation
-    if s.has_random_effects or correlation.confusion is not None:
+    if trial_model(s).has_random_effects or correlation.confusion is not None:
         out.append(("correlation", replace(s, correlation=Correlation())))
     if s.checkpoints is not None:
         c = s.checkpoints
@@ -49,7 +50,7 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
             out.append(("checkpoints.false_alarm", replace(s, checkpoints=quiet)))
         if c.detect < 1:
             out.append(("checkpoints.detect", replace(s, checkpoints=replace(c, detect=1.0))))
-    if s.verifier is not None and np.any(s.false_reject_array > 0):
+    if s.verifier is not None and np.any(trial_model(s).false_reject > 0):
         out.append(("verifier.false_reject", _with_rate(s, "false_reject", 0.0)))
     if s.verifier is None:  # no verifier, so no retries: a perfect verifier with retries
         out.append(("retries.per_step", _with_perfect_verifier(s)))

@@ -7,6 +7,7 @@ from typing import Callable
 
 import numpy as np
 
+from relsim.scenario import trial_model
 from relsim.plan import diagnosis
 from relsim.plan import _common
 from relsim.plan._common import (
@@ -95,7 +96,7 @@ def _budget_plan(
     floor = _budget_floor(scenario)
     limit = _common.MAX_BUDGET if for_ == "retries" else _common.MAX_TOTAL
     if for_ == "total" and _per_step_cap(scenario) is not None:
-        limit = min(limit, int(np.sum(scenario.per_step_array)))
+        limit = min(limit, int(np.sum(trial_model(scenario).per_step)))
         floor = limit
 
     def success_at(budget: int) -> float:

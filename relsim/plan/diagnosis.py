@@ -213,7 +213,9 @@ def head(goal: float, ceiling: float) -> str:
 def never_succeeds(scenario: "Scenario", goal: float, ceiling: float) -> tuple[str, str] | None:
     """``("p", reason)`` when some step has ``p = 0``: no retry, verifier or checkpoint can
     make it succeed, so the agent binds whatever is planned (except ``p`` itself)."""
-    zero = np.flatnonzero(scenario.p_array == 0.0)
+    from relsim.scenario import trial_model  # loaded by the scenario planners only
+
+    zero = np.flatnonzero(trial_model(scenario).p == 0.0)
     if not zero.size:
         return None
     shown = ", ".join(str(i + 1) for i in zero[:5])
@@ -227,10 +229,12 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
     """The clause of :data:`WHY` for the binding constraint ``key``; ``lifted`` is the ceiling
     with that constraint lifted, ``chain`` whether the scenario is a chain of independent
     verified steps (then the largest workable ``miss`` is known in closed form)."""
+    from relsim.scenario import trial_model  # loaded by the scenario planners only
+
     s = scenario
     if key == "verifier.miss":
-        miss = s.miss_array
-        step_ceiling = formulas.verified_ceiling(s.p_array, miss, s.false_reject_array)
+        miss = trial_model(s).miss
+        step_ceiling = formulas.verified_ceiling(trial_model(s).p, miss, trial_model(s).false_reject)
         step_ceiling = np.broadcast_to(np.asarray(step_ceiling, float), (s.steps,))
         chain_ceiling = float(np.prod(step_ceiling))
         if np.all(step_ceiling == step_ceiling[0]) and np.all(miss == miss[0]):
@@ -249,7 +253,7 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
             fix = WHY["verifier.miss/fix_perfect"].format(lifted=lifted)
         return WHY["verifier.miss"].format(cap=cap, fix=fix)
     if key == "retries.total":
-        return WHY[key].format(total=s.total_retries, lifted=lifted)
+        return WHY[key].format(total=trial_model(s).total, lifted=lifted)
     if key == "retries.per_step" and s.verifier is None:
         return WHY["retries.per_step/no_verifier"].format(lifted=lifted)
     if key == "retries.per_step":
@@ -257,7 +261,7 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
         if s.retries is None:
             budget = WHY["retries.per_step/no_retries"]
         elif cap is None:
-            budget = WHY["retries.per_step/total_only"].format(total=s.total_retries)
+            budget = WHY["retries.per_step/total_only"].format(total=trial_model(s).total)
         else:
             shown = cap if isinstance(cap, int) else list(cap)
             budget = WHY["retries.per_step/cap"].format(per_step=shown)
@@ -290,9 +294,11 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
 def largest_miss_for_ceiling(scenario: "Scenario", goal: float) -> float | None:
     r"""Largest uniform miss with :math:`\prod_i a_i/(a_i+w_i) \ge` goal (keeping p and
     false_reject): what a verifier must achieve for retries to reach the goal at all."""
+    from relsim.scenario import trial_model  # loaded by the scenario planners only
+
 
     def chain_ceiling(miss: float) -> float:
-        ceiling = formulas.verified_ceiling(scenario.p_array, miss, scenario.false_reject_array)
+        ceiling = formulas.verified_ceiling(trial_model(scenario).p, miss, trial_model(scenario).false_reject)
         return float(np.prod(np.broadcast_to(ceiling, (scenario.steps,))))
 
     if chain_ceiling(0.0) < goal:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
+from relsim.scenario import trial_model
 from relsim.errors import invalid
 from relsim.exact import evaluate
 from relsim.scenario import Scenario
@@ -154,7 +155,7 @@ def apply(scenario: Scenario | Mapping[str, Any], changes: Mapping[str, Any]) ->
 def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     """(lever, set) for every change that applies to ``s`` and changes it."""
     out: list[tuple[str, dict[str, Any]]] = []
-    p = s.p_array
+    p = trial_model(s).p
     if np.any(p < 1.0):
         out.append(("p +1 point on every step", {"p": _per_step(np.minimum(1.0, p + POINT))}))
         if s.steps > 1 and not np.all(p == p[0]):
@@ -165,19 +166,19 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
                 (f"p +1 point on the hardest step (step {hardest + 1})", {"p": _per_step(raised)})
             )
     if s.verifier is not None:
-        miss = s.miss_array
+        miss = trial_model(s).miss
         if np.any(miss > 0):
             out.append(("verifier miss halved", {"verifier.miss": _per_step(miss / 2)}))
-        false_reject = s.false_reject_array
+        false_reject = trial_model(s).false_reject
         if np.any(false_reject > 0):
             out.append(
                 ("verifier false_reject halved",
                  {"verifier.false_reject": _per_step(false_reject / 2)})
             )
         out.append(
-            ("one more retry per step", {"retries.per_step": _per_step(s.per_step_array + 1)})
+            ("one more retry per step", {"retries.per_step": _per_step(trial_model(s).per_step + 1)})
         )
-        total = s.total_retries
+        total = None if s.retries is None else s.retries.total
         if total is not None:
             out.append(("task retry budget doubled", {"retries.total": max(2 * total, total + 1)}))
     c = s.checkpoints
@@ -227,7 +228,7 @@ def _one_fewer_step(s: Scenario) -> dict[str, Any] | None:
     c = s.checkpoints
     if c is not None:
         at = {min(position, n) for position in c.at}
-        old_end_checked = s.steps in s.checkpoint_positions
+        old_end_checked = s.steps in trial_model(s).checkpoint_positions
         every_hits_end = c.every is not None and n % c.every == 0
         if old_end_checked and not (c.final or every_hits_end):
             at.add(n)  # the task's end was checked; keep it checked

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
+from relsim.scenario import trial_model
 from relsim.report._html import esc, new_figure, svg, table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +80,7 @@ def design(ctx: Context) -> Section:
     s = ctx.scenario
     rows = [(key, _show(value)) for key, value in _flatten(s.to_dict())]
     if s.checkpoints is not None:
-        rows.append(("checkpoint positions", _show(list(s.checkpoint_positions))))
+        rows.append(("checkpoint positions", _show(list(trial_model(s).checkpoint_positions))))
     body = [
         f"<p>Scenario file <code>{esc(ctx.source)}</code>: a chain of {s.steps} steps. Every "
         "key the file sets (defaults left out):</p>",
@@ -233,8 +234,8 @@ def compounding(ctx: Context) -> Section:
         svg(figure, "compounding", "End-to-end success against the number of steps"),
     ]
     if s.verifier is not None:
-        p, miss, false_reject = (float(a.mean()) for a in (s.p_array, s.miss_array, s.false_reject_array))
-        budget = int(s.per_step_array.max())
+        p, miss, false_reject = (float(a.mean()) for a in (trial_model(s).p, trial_model(s).miss, trial_model(s).false_reject))
+        budget = int(trial_model(s).per_step.max())
         chart = new_figure(7.0, 4.2)
         plot.retries(p, s.steps, miss, false_reject, max_retries=max(10, budget + 2),
                      target=ctx.target, ax=chart.add_subplot())

@@ -32,7 +32,6 @@ import itertools
 import json
 import math
 import numbers
-import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -41,8 +40,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from relsim.errors import RelsimError, invalid, show
-from relsim.scenario import Scenario, ScenarioError
-from relsim.scenario_time import Duration
+from relsim import checks
+from relsim.scenario import Duration, Scenario, ScenarioError
+from relsim.scenario.files import read_toml
 
 __all__ = ["Grid", "MAX_POINTS", "point_seed", "scenario_keys"]
 
@@ -108,16 +108,7 @@ def _dataclass_keys(cls: type, prefix: str) -> list[str]:
 
 def _field_types(cls: type, f: dataclasses.Field) -> tuple[Any, ...]:
     """The types a field's annotation allows (``Verifier | None`` -> Verifier, NoneType)."""
-    import relsim.scenario_time
-
-    # The scenario names its time tables (docs/model.md section 7) only for type checkers;
-    # their classes are in relsim.scenario_time.
-    namespace = {**vars(relsim.scenario_time), **vars(sys.modules[cls.__module__])}
-    try:
-        hint = typing.get_type_hints(cls, globalns=namespace)[f.name]
-    except Exception:  # an annotation naming a type neither module has
-        text = f.type if isinstance(f.type, str) else ""
-        return tuple(namespace.get(part.strip()) for part in text.split("|"))
+    hint = typing.get_type_hints(cls)[f.name]
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         return typing.get_args(hint)
     return (hint,)
@@ -168,7 +159,7 @@ class Grid:
     def from_toml(cls, path: str | Path) -> "Grid":
         """Read a grid file; ``base = "file.toml"`` is read relative to the grid file."""
         path = Path(path)
-        data = _read_toml(path)
+        data = read_toml(path, "grid file")
         return cls.from_dict(data, source=str(path), base_dir=path.parent)
 
     @classmethod
@@ -299,9 +290,9 @@ class Grid:
                     f'seed: required with method = "{self.method}" (the same seed gives the same numbers)'
                 )
         if self.trials is not None:
-            _check_integer("trials", self.trials, 1, MAX_TRIALS)
+            checks.integer(self.trials, "trials", 1, MAX_TRIALS)
         if self.seed is not None:
-            _check_integer("seed", self.seed, 0, MAX_SEED)
+            checks.integer(self.seed, "seed", 0, MAX_SEED)
         known = scenario_keys()
         names = self.axis_names
         for name, values in self.axes:
@@ -344,7 +335,7 @@ def _from_mapping(cls: type, data: Mapping[str, Any], source: str | None, base_d
         raise RelsimError("base: required key is missing (a scenario file or a [base] table)")
     base = data["base"]
     if isinstance(base, str):
-        base = _read_toml(base_dir / base)
+        base = read_toml(base_dir / base, "scenario file")
     elif not isinstance(base, Mapping):
         raise invalid("base", "a scenario file name or a table", base)
     axes = data.get("axes", {})
@@ -390,27 +381,6 @@ def _assign(data: dict[str, Any], key: str, value: Any) -> None:
             child = node[table] = dict(child)
         node = child
     node[leaf] = value
-
-
-def _check_integer(key: str, value: Any, low: int, high: int) -> None:
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not (ok and low <= value <= high):
-        raise invalid(key, f"an integer in {low}..{high}", value)
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise RelsimError(f"{path}: cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise RelsimError(f"{path}: not UTF-8 text; TOML files must be UTF-8") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise RelsimError(f"{path}: TOML syntax error: {error}") from None
 
 
 def _digest(obj: Any) -> str:

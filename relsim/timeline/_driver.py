@@ -23,7 +23,7 @@ import numpy as np
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import invalid
 from relsim.intervals import binomial_se, normal_interval, wilson
-from relsim.scenario import Scenario, as_scenario
+from relsim.scenario import Scenario, as_scenario, time_model, trial_model
 from relsim.timeline._result import EVENT_COLUMNS, PROPORTIONS, TimelineOutcome, per_hour
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
@@ -108,7 +108,7 @@ def simulate_timeline(
     if progress is not None and not callable(progress):
         raise invalid("progress", "callable or None", progress)
     root, seed_value = check_seed(seed)
-    model = Model(scenario)
+    model = Model(trial_model(scenario), time_model(scenario))
     tally = _Tally(trials)
     events: list[tuple] = []
     run = _Run(model, root, trials, record, tally, events, progress)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from relsim.scenario_time import Duration
+from relsim.scenario import Duration, TimeModel, TrialModel
+from relsim.scenario.compiled import expit
 
 # Outcome codes, in the order of TimelineOutcome's proportions.
 SUCCESS, SILENT, DETECTED, TIMEOUT, INFRA = 0, 1, 2, 3, 4
@@ -34,71 +35,48 @@ def _draw(spec: Any, rng: Any) -> float:
 
 
 class Model:
-    """A scenario turned into what the trial process reads: per-step lists (plain Python
-    floats, fast to index), samplers, and the fleet's shared simpy resources."""
+    """The compiled trial and time models, as the trial process reads them: per-step lists of
+    plain Python floats (fast to index) and duration samplers. Reads
+    ``relsim.scenario.TrialModel`` and ``TimeModel`` only."""
 
-    def __init__(self, scenario: Any) -> None:
-        s = scenario
-        n = self.n = s.steps
-        self.p = [float(x) for x in s.p_array]
-        self.fixed = [x in (0.0, 1.0) for x in self.p]
-        self.logit = [0.0 if f else math.log(x / (1.0 - x)) for x, f in zip(self.p, self.fixed)]
-        self.has_verifier = s.verifier is not None
-        self.miss = [float(x) for x in s.miss_array]
-        self.false_reject = [float(x) for x in s.false_reject_array]
-        self.per_step = [int(x) for x in s.per_step_array]
-        total = s.total_retries
-        self.total = math.inf if total is None else total
-        corr = s.correlation
-        self.task_sd, self.step_sd = float(corr.task_sd), float(corr.step_sd)
-        self.random_effects = self.task_sd > 0 or self.step_sd > 0
-        conf = corr.confusion
-        self.confusion = conf is not None
-        self.enter = 0.0 if conf is None else conf.enter
-        self.recover = 0.0 if conf is None else conf.recover
-        self.factor = 1.0 if conf is None else conf.factor
-        positions = s.checkpoint_positions
-        self.is_checkpoint = [False] * (n + 1)
-        for position in positions:
-            self.is_checkpoint[position] = True
-        checks = s.checkpoints
-        self.detect = 1.0 if checks is None else checks.detect
-        self.false_alarm = 0.0 if checks is None else checks.false_alarm
-        self.rollbacks = 0 if checks is None else checks.rollbacks
-        self.human = checks is not None and checks.human
-        cost = s.cost
-        self.attempt_cost = [float(c) + cost.verify for c in s.attempt_cost_array]
-        self.checkpoint_cost, self.rollback_cost = cost.checkpoint, cost.rollback
+    def __init__(self, trial: TrialModel, time: TimeModel) -> None:
+        self.n = trial.steps
+        self.p = trial.p.tolist()
+        self.fixed = trial.p_fixed.tolist()
+        self.logit = trial.logit_p.tolist()
+        self.has_verifier = trial.has_verifier
+        self.miss = trial.miss.tolist()
+        self.false_reject = trial.false_reject.tolist()
+        self.per_step = trial.per_step.tolist()
+        self.total = trial.total  # NO_CAP when there is none: no trial reaches it
+        self.task_sd, self.step_sd = trial.task_sd, trial.step_sd
+        self.random_effects = trial.has_random_effects
+        self.confusion = trial.has_confusion
+        self.enter, self.recover, self.factor = trial.enter, trial.recover, trial.factor
+        self.is_checkpoint = trial.is_checkpoint.tolist()
+        self.detect, self.false_alarm = trial.detect, trial.false_alarm
+        self.rollbacks = trial.rollbacks
+        self.attempt_cost = trial.cost_per_attempt.tolist()
+        self.checkpoint_cost, self.rollback_cost = trial.checkpoint_cost, trial.rollback_cost
 
-        timing, fleet, res, infra = s.timing, s.fleet, s.resources, s.infra
-        attempt = () if timing is None else timing.attempt
-        if isinstance(attempt, Duration):
-            attempt = (attempt,) * n
-        self.attempt_time = [sampler(d) for d in attempt] or [0.0] * n
-        self.verify_time = 0.0 if timing is None else sampler(timing.verify)
-        self.checkpoint_time = 0.0 if timing is None else sampler(timing.checkpoint)
-        self.backoff = None if timing is None else timing.backoff
-        self.deadline = None if timing is None else timing.deadline
-        self.poisson = fleet is not None and fleet.arrivals == "poisson"
-        self.rate_per_hour = None if fleet is None else fleet.rate_per_hour
-        self.agents = None if fleet is None else fleet.agents
-        self.llm_concurrency = None if res is None else res.llm_concurrency
-        self.rpm = None if res is None else res.rpm
-        self.tpm = None if res is None else res.tpm
-        tokens = 0.0 if res is None or res.tokens is None else res.tokens
-        self.tokens = list(tokens) if isinstance(tokens, tuple) else [float(tokens)] * n
-        self.verifier_calls_llm = res is not None and res.verifier_calls_llm
-        self.reviewers = None if res is None else res.reviewers
-        self.review_time = 0.0 if res is None or res.review is None else sampler(res.review)
-        self.crash_rate = 0.0 if infra is None else infra.crash_per_hour / 3600.0
+        self.attempt_time = [sampler(d) for d in time.attempt]
+        self.verify_time = sampler(time.verify)
+        self.checkpoint_time = sampler(time.checkpoint)
+        self.backoff = time.backoff
+        self.deadline = time.deadline
+        self.poisson = time.poisson
+        self.rate_per_hour = time.rate_per_hour
+        self.agents = time.agents
+        self.llm_concurrency = time.llm_concurrency
+        self.rpm, self.tpm = time.rpm, time.tpm
+        self.tokens = list(time.tokens)
+        self.verifier_calls_llm = time.verifier_calls_llm
+        self.human = time.human
+        self.reviewers = time.reviewers
+        self.review_time = sampler(time.review)
+        self.crash_rate = time.crash_per_hour / 3600.0
         # Trials share nothing: each can run in an environment of its own (memory stays bounded).
-        self.independent = (
-            self.agents is None
-            and self.llm_concurrency is None
-            and self.rpm is None
-            and self.tpm is None
-            and not self.human
-        )
+        self.independent = time.independent
 
 
 class Fleet:
@@ -312,7 +290,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
         p = m.p[i]
         if m.random_effects and not m.fixed[i]:
             shift = m.task_sd * z + (m.step_sd * gauss(0.0, 1.0) if m.step_sd > 0 else 0.0)
-            p = 1.0 / (1.0 + math.exp(-(m.logit[i] + shift)))
+            p = expit(m.logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
         elif m.random_effects and m.step_sd > 0:
             gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
         step = i + 1

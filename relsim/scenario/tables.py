@@ -1,0 +1,463 @@
+"""The scenario: what an agent design is, as frozen dataclasses that validate themselves.
+
+Each table of docs/model.md section 4 (and section 7's time tables, in ``time_tables``) is a
+frozen dataclass that checks and normalises its own values when it is built, however it is
+built (``Verifier(miss=7.0)`` raises). :class:`Scenario` holds them and checks what links them:
+per-step lists against ``steps``, a ``[verifier]`` for retries, ``[checkpoints]`` for their
+costs. So ``dataclasses.replace`` on a valid scenario gives a valid scenario or raises.
+
+A scenario is read from TOML (:meth:`Scenario.from_toml`) or a mapping
+(:meth:`Scenario.from_dict`); unknown keys are refused with a "did you mean". Engines never
+read these tables: they read the compiled ``TrialModel`` and ``TimeModel``
+(``relsim.scenario.compiled``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from relsim.errors import ScenarioError, show
+from relsim import checks
+from relsim.scenario.files import read_toml
+from relsim.scenario.time_tables import (
+    TIME_TABLES,
+    Backoff,
+    Duration,
+    Fleet,
+    Infra,
+    Resources,
+    Timing,
+)
+
+__all__ = [
+    "Checkpoints",
+    "Confusion",
+    "Correlation",
+    "Cost",
+    "Retries",
+    "Scenario",
+    "Verifier",
+    "as_scenario",
+    "checkpoint_positions",
+]
+
+# Upper limits of the integer keys. Far above any agent design, they keep a typo such as
+# ``steps = 100000000000`` from asking the engines for unbounded memory or time.
+MAX_STEPS = 100_000
+MAX_PER_STEP = 10_000
+MAX_TOTAL = 1_000_000
+MAX_ROLLBACKS = 10_000
+
+PerStepFloat = float | tuple[float, ...]
+PerStepInt = int | tuple[int, ...]
+
+_E = ScenarioError
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
+
+
+def _probabilities(value: Any, key: str, steps: int | None = None) -> Any:
+    return checks.per_step(value, key, lambda v, k: checks.probability(v, k, _E), steps, _E)
+
+
+def _nonnegatives(value: Any, key: str, steps: int | None = None) -> Any:
+    return checks.per_step(value, key, lambda v, k: checks.nonnegative(v, k, _E), steps, _E)
+
+
+# ----------------------------------------------------------------------------- the tables
+@dataclass(frozen=True)
+class Verifier:
+    """Checks each attempt: accepts a wrong one with ``miss``, rejects a correct one with
+    ``false_reject``. Either may be one number or a list of ``steps`` numbers."""
+
+    miss: PerStepFloat = 0.0
+    false_reject: PerStepFloat = 0.0
+
+    def __post_init__(self) -> None:
+        _set(self, "miss", _probabilities(self.miss, "verifier.miss"))
+        _set(self, "false_reject", _probabilities(self.false_reject, "verifier.false_reject"))
+
+
+@dataclass(frozen=True)
+class Retries:
+    """Retry budgets: ``per_step`` retries per execution of a step (one number or a list of
+    ``steps`` integers; defaults to ``total``) and ``total`` over the trial (None: no cap)."""
+
+    per_step: PerStepInt | None = None
+    total: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.per_step is None and self.total is None:
+            raise _E("retries: give per_step, total or both")
+        if self.per_step is not None:
+            _set(self, "per_step", checks.per_step(
+                self.per_step, "retries.per_step",
+                lambda v, k: checks.integer(v, k, 0, MAX_PER_STEP, error=_E), error=_E,
+            ))
+        if self.total is not None:
+            _set(self, "total", checks.integer(self.total, "retries.total", 0, MAX_TOTAL, error=_E))
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Checks of the segment since the last checkpoint, with rollback on a catch."""
+
+    every: int | None = None
+    at: tuple[int, ...] = ()
+    final: bool = False
+    detect: float = 1.0
+    false_alarm: float = 0.0
+    rollbacks: int = 0
+    human: bool = False  # every check a human gate (docs/model.md section 7)
+
+    def __post_init__(self) -> None:
+        key = "checkpoints"
+        if self.every is not None:
+            _set(self, "every", checks.integer(self.every, f"{key}.every", 1, MAX_STEPS, error=_E))
+        if not isinstance(self.at, (list, tuple)):
+            raise _E(f"{key}.at: must be a list of step numbers (1..steps), got {show(self.at)}")
+        _set(self, "at", tuple(checks.integer(x, f"{key}.at", 1, MAX_STEPS, error=_E) for x in self.at))
+        checks.boolean(self.final, f"{key}.final", _E)
+        _set(self, "detect", checks.probability(self.detect, f"{key}.detect", _E))
+        _set(self, "false_alarm", checks.probability(self.false_alarm, f"{key}.false_alarm", _E))
+        _set(self, "rollbacks", checks.integer(self.rollbacks, f"{key}.rollbacks", 0, MAX_ROLLBACKS, error=_E))
+        checks.boolean(self.human, f"{key}.human", _E)
+        # whether the positions are empty depends on steps: the scenario checks it
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """A two-state agent: a wrong attempt confuses it with ``enter``, a correct one while
+    confused brings it back with ``recover``; confused, its success is multiplied by ``factor``."""
+
+    enter: float
+    recover: float
+    factor: float
+
+    def __post_init__(self) -> None:
+        for key in ("enter", "recover", "factor"):
+            _set(self, key, checks.probability(getattr(self, key), f"correlation.confusion.{key}", _E))
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """Correlated errors: logit-scale random effects per trial (``task_sd``) and per step
+    execution (``step_sd``), each at most ``checks.MAX_SD``, and the confusion chain."""
+
+    task_sd: float = 0.0
+    step_sd: float = 0.0
+    confusion: Confusion | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("task_sd", "step_sd"):
+            _set(self, key, checks.in_range(
+                getattr(self, key), f"correlation.{key}", 0.0, checks.MAX_SD,
+                allowed=f"a finite number >= 0 and <= {checks.MAX_SD:g}", error=_E,
+            ))
+        if self.confusion is not None and not isinstance(self.confusion, Confusion):
+            raise _E(
+                f"correlation.confusion: must be a Confusion(enter, recover, factor), got {show(self.confusion)}"
+            )
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Costs in any unit: per attempt (number or per-step list), per verified attempt, per
+    checkpoint check and per rollback."""
+
+    attempt: PerStepFloat = 1.0
+    verify: float = 0.0
+    checkpoint: float = 0.0
+    rollback: float = 0.0
+
+    def __post_init__(self) -> None:
+        _set(self, "attempt", _nonnegatives(self.attempt, "cost.attempt"))
+        for key in ("verify", "checkpoint", "rollback"):
+            _set(self, key, checks.nonnegative(getattr(self, key), f"cost.{key}", _E))
+
+
+#: table name -> dataclass, in file order (section 3's, then section 7's)
+TABLES: dict[str, type] = {
+    "verifier": Verifier,
+    "retries": Retries,
+    "checkpoints": Checkpoints,
+    "correlation": Correlation,
+    "cost": Cost,
+    **TIME_TABLES,
+}
+#: tables held inside a table: (table, key) -> dataclass
+_NESTED: dict[tuple[str, str], type] = {("correlation", "confusion"): Confusion, ("timing", "backoff"): Backoff}
+_TOP_KEYS = ("name", "steps", "p", "target", *TABLES)
+
+
+# ------------------------------------------------------------------------------ the scenario
+@dataclass(frozen=True)
+class Scenario:
+    """One agent design: a chain of ``steps`` steps and the machinery around it.
+
+    Examples
+    --------
+    >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
+    ...                         "retries": {"per_step": 3}})
+    >>> s.steps, s.verifier.miss, s.retries.per_step
+    (25, 0.1, 3)
+    """
+
+    steps: int
+    p: PerStepFloat
+    name: str = ""
+    target: float | None = None
+    verifier: Verifier | None = None
+    retries: Retries | None = None
+    checkpoints: Checkpoints | None = None
+    correlation: Correlation = field(default_factory=Correlation)
+    cost: Cost = field(default_factory=Cost)
+    # The time tables of docs/model.md section 7: only the timeline engine reads them.
+    timing: Timing | None = None
+    fleet: Fleet | None = None
+    resources: Resources | None = None
+    infra: Infra | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> "Scenario":
+        """Build a scenario from docs/model.md section 4's structure (parsed TOML or JSON).
+
+        Raises
+        ------
+        ScenarioError
+            Naming ``source`` (a file name, when given), the key and the allowed range.
+        """
+        try:
+            return _from_mapping(data)
+        except ScenarioError as error:
+            if source is None:
+                raise
+            raise ScenarioError(f"{source}: {error}") from None
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Scenario":
+        """Read a scenario file (size, encoding, nesting and syntax checked by
+        ``relsim.scenario.files.read_toml``)."""
+        return cls.from_dict(read_toml(path, error=ScenarioError), source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario in file form; ``Scenario.from_dict(s.to_dict()) == s``."""
+        out: dict[str, Any] = {}
+        if self.name:
+            out["name"] = self.name
+        out["steps"] = self.steps
+        out["p"] = _plain(self.p)
+        if self.target is not None:
+            out["target"] = self.target
+        for name in TABLES:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            table = _table_dict(value)
+            if table or name not in ("correlation", "cost"):
+                out[name] = table
+        return out
+
+
+def as_scenario(value: Any) -> Scenario:
+    """The scenario an engine was given: a ``Scenario`` as it is, a mapping through
+    ``Scenario.from_dict``; anything else is a RelsimError naming ``scenario``."""
+    if isinstance(value, Scenario):
+        return value
+    if isinstance(value, Mapping):
+        return Scenario.from_dict(value)
+    raise ScenarioError(f"scenario: must be a relsim.Scenario or a mapping, got {type(value).__name__}")
+
+
+def checkpoint_positions(c: Checkpoints | None, steps: int) -> tuple[int, ...]:
+    """Sorted step numbers (1..steps) after which a checkpoint checks the segment: every
+    multiple of ``every``, each of ``at``, and ``steps`` when ``final``."""
+    if c is None:
+        return ()
+    positions = set(c.at)
+    if c.every is not None:
+        positions.update(range(c.every, steps + 1, c.every))
+    if c.final:
+        positions.add(steps)
+    return tuple(sorted(positions))
+
+
+# ----------------------------------------------------------------------------- from a mapping
+def key_homes() -> dict[str, str]:
+    """Every valid key name -> its dotted path, to point a misplaced key to its table."""
+    homes = {key: key for key in _TOP_KEYS}
+    for table, cls in TABLES.items():
+        for f in fields(cls):
+            homes.setdefault(f.name, f"{table}.{f.name}")
+    for (table, key), cls in _NESTED.items():
+        for f in fields(cls):
+            homes.setdefault(f.name, f"{table}.{key}.{f.name}")
+    return homes
+
+
+def _build(cls: type, value: Any, path: str) -> Any:
+    """The dataclass ``cls`` from its file spelling at ``path`` (keys checked; each table
+    checks its own values)."""
+    names = tuple(f.name for f in fields(cls))
+    if not isinstance(value, Mapping):
+        allowed = f"a table of {_and(names)}" if "." in path else "a table"  # a nested one: say which
+        raise ScenarioError(f"{path}: must be {allowed}, got {show(value)}")
+    checks.check_keys(value, names, path, key_homes(), ScenarioError)
+    required = [f.name for f in fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [k for k in required if k not in value]
+    if missing:
+        raise ScenarioError(f"{path}: needs all of {_and(required)}; missing {', '.join(missing)}")
+    if cls is Checkpoints and not {"every", "at", "final"} & set(value):
+        raise ScenarioError(f"{path}: no checkpoint position; give every, at or final")
+    kwargs = dict(value)
+    table = path.split(".")[0]
+    for (outer, key), inner in _NESTED.items():
+        if outer == table and key in kwargs:
+            kwargs[key] = _build(inner, kwargs[key], f"{path}.{key}")
+    return cls(**kwargs)
+
+
+def _and(names: Any) -> str:
+    """``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _from_mapping(data: Any) -> Scenario:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"a scenario must be a table of keys, got {show(data)}")
+    checks.check_keys(data, _TOP_KEYS, "", key_homes(), ScenarioError)
+    for required in ("steps", "p"):
+        if required not in data:
+            raise ScenarioError(f"{required}: required key is missing")
+    kwargs: dict[str, Any] = {k: data[k] for k in ("name", "steps", "p", "target") if k in data}
+    for name, cls in TABLES.items():
+        if name in data:
+            kwargs[name] = _build(cls, data[name], name)
+    if "retries" in kwargs and "verifier" not in kwargs:
+        raise ScenarioError(
+            "retries: needs a [verifier]: without one no attempt is rejected, so retries never run"
+        )
+    return Scenario(**kwargs)
+
+
+# --------------------------------------------------------------------------------- links
+def _validate(s: Scenario) -> None:
+    """Check the scenario's own keys, the types of its tables, and what links them."""
+    if not isinstance(s.name, str):
+        raise ScenarioError(f"name: must be text, got {show(s.name)}")
+    n = checks.integer(s.steps, "steps", 1, MAX_STEPS, error=_E)
+    _set(s, "steps", n)
+    _set(s, "p", _probabilities(s.p, "p", n))
+    if s.target is not None:
+        _set(s, "target", checks.in_range(s.target, "target", 0.0, 1.0, low_open=True, error=_E))
+    for name, cls in TABLES.items():
+        value = getattr(s, name)
+        if value is not None and not isinstance(value, cls):
+            raise ScenarioError(f"{name}: must be a {cls.__name__}, got {show(value)}")
+    _check_lengths(s, n)
+    _check_section3_links(s, n)
+    _check_time_links(s)
+
+
+def _check_lengths(s: Scenario, n: int) -> None:
+    """Per-step lists hold one value per step (each table checked the values themselves)."""
+    def length(value: Any, key: str) -> None:
+        checks.per_step(value, key, lambda v, k: v, n, _E)
+
+    if s.verifier is not None:
+        length(s.verifier.miss, "verifier.miss")
+        length(s.verifier.false_reject, "verifier.false_reject")
+    if s.retries is not None and s.retries.per_step is not None:
+        length(s.retries.per_step, "retries.per_step")
+    length(s.cost.attempt, "cost.attempt")
+    if s.timing is not None:
+        length(s.timing.attempt, "timing.attempt")
+    if s.resources is not None and s.resources.tokens is not None:
+        length(s.resources.tokens, "resources.tokens")
+
+
+def _check_section3_links(s: Scenario, n: int) -> None:
+    if s.retries is not None and s.verifier is None:
+        raise ScenarioError(
+            "retries: needs a [verifier]: without one no attempt is rejected, so retries never run"
+        )
+    c = s.checkpoints
+    if c is not None:
+        for position in c.at:
+            checks.integer(position, "checkpoints.at", 1, n, error=_E)
+        if not checkpoint_positions(c, n):
+            given = [f"every = {c.every} exceeds steps = {n}"] if c.every is not None else []
+            given += ["at is empty"] if not c.at else []
+            given += ["final is false"]
+            raise ScenarioError(
+                f"checkpoints: no checkpoint position ({', '.join(given)}); "
+                f"give every in 1..{n}, a position in at, or final = true"
+            )
+    cost = s.cost
+    if cost.verify > 0 and s.verifier is None:
+        raise ScenarioError("cost.verify: is charged per verified attempt, but there is no [verifier]")
+    if (cost.checkpoint > 0 or cost.rollback > 0) and c is None:
+        key = "cost.checkpoint" if cost.checkpoint > 0 else "cost.rollback"
+        raise ScenarioError(f"{key}: is charged at checkpoints, but there is no [checkpoints]")
+    if cost.rollback > 0 and c is not None and c.rollbacks == 0:
+        raise ScenarioError(
+            "cost.rollback: is charged per rollback, but checkpoints.rollbacks = 0 allows none; "
+            "set checkpoints.rollbacks >= 1 or drop cost.rollback"
+        )
+
+
+def _check_time_links(s: Scenario) -> None:
+    human = s.checkpoints is not None and s.checkpoints.human
+    t, r = s.timing, s.resources
+    if t is not None:
+        if not t.verify.is_zero and s.verifier is None:
+            raise ScenarioError("timing.verify: times a verification, but there is no [verifier]")
+        if not t.checkpoint.is_zero:
+            if s.checkpoints is None:
+                raise ScenarioError("timing.checkpoint: times a check, but there is no [checkpoints]")
+            if human:
+                raise ScenarioError(
+                    "timing.checkpoint: unused with checkpoints.human = true "
+                    "(a human gate takes resources.review)"
+                )
+        if t.backoff is not None and s.retries is None:
+            raise ScenarioError("timing.backoff: waits before retries, but there is no [retries]")
+    if r is not None and r.verifier_calls_llm and s.verifier is None:
+        raise ScenarioError("resources.verifier_calls_llm: true, but there is no [verifier]")
+    if human:
+        if r is None or r.reviewers is None:
+            raise ScenarioError("checkpoints.human: true needs resources.reviewers (the reviewer pool)")
+        if r.review is None:
+            raise ScenarioError("checkpoints.human: true needs resources.review (how long a review takes)")
+
+
+# --------------------------------------------------------------------------------- to a file
+def _plain(value: Any) -> Any:
+    if isinstance(value, Duration):
+        return value.to_file()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _table_dict(obj: Any) -> dict[str, Any]:
+    """The fields that differ from their defaults, file-ready (a nested table in full)."""
+    out: dict[str, Any] = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, (Confusion, Backoff)):
+            out[f.name] = {k.name: getattr(value, k.name) for k in fields(value)
+                           if getattr(value, k.name) is not None}
+        elif value is not None and value != f.default:
+            out[f.name] = _plain(value)
+    return out

@@ -1,0 +1,278 @@
+"""The time tables of a scenario: ``[timing]``, ``[fleet]``, ``[resources]``, ``[infra]``.
+
+docs/model.md section 7 fixes them. They change *when* things happen in a trial and what a
+fleet of trials shares, never the draws and decisions of section 3: the exact engine, Monte
+Carlo and the planner ignore them; the timeline engine reads them (through
+``relsim.scenario.compiled.TimeModel``). Each table validates its own values when it is built;
+what depends on the rest of the scenario (per-step lists, a verifier to time) is checked by
+the scenario (``relsim.scenario.tables``).
+
+A duration is a number of seconds (constant), ``{median = M, p95 = Q}`` (lognormal with
+:math:`\\sigma = \\ln(Q/M) / \\Phi^{-1}(0.95)`; ``Q = M`` is constant) or ``{mean = M}``
+(exponential); it is held as a :class:`Duration`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from relsim.errors import ScenarioError, invalid
+from relsim import checks
+
+__all__ = ["Backoff", "Duration", "Fleet", "Infra", "Resources", "Timing"]
+
+#: The widest lognormal spread accepted, ``p95 / median``: ``sigma`` up to 8.4, so a draw of
+#: ``median * exp(sigma z)`` stays finite for any ``z`` a trial will meet.
+MAX_SPREAD = 1e6
+
+#: ``Phi^{-1}(0.95)``: a lognormal's p95 is ``median * exp(sigma * Z95_ONE_SIDED)``.
+Z95_ONE_SIDED = 1.6448536269514722
+
+#: Upper limit of the count keys, far above any fleet, so a typo cannot ask for unbounded memory.
+MAX_SLOTS = 1_000_000
+
+_KINDS = ("constant", "lognormal", "exponential")
+_E = ScenarioError
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A duration in seconds: ``constant`` (``value``), ``lognormal`` (``median``, ``p95``) or
+    ``exponential`` (mean ``value``). Build one with :meth:`constant`, :meth:`lognormal`,
+    :meth:`exponential` or :meth:`parse` (a file's spelling); every way is validated.
+
+    Examples
+    --------
+    >>> d = Duration.lognormal(8, 30)
+    >>> round(d.sigma, 6), round(d.mean, 4)
+    (0.80357, 11.0486)
+    >>> Duration.parse(2).to_file(), d.to_file()
+    (2.0, {'median': 8.0, 'p95': 30.0})
+    """
+
+    kind: str = "constant"
+    value: float = 0.0
+    median: float = 0.0
+    p95: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._check("duration")
+
+    def _check(self, key: str) -> None:
+        kind = checks.choice(self.kind, f"{key}.kind", _KINDS, _E)
+        if kind == "lognormal":
+            median = checks.positive(self.median, f"{key}.median", _E)
+            p95 = checks.positive(self.p95, f"{key}.p95", _E)
+            if p95 < median:
+                raise invalid(f"{key}.p95", f"a number >= median = {median:g}", self.p95, _E)
+            if p95 > MAX_SPREAD * median:
+                # A wider spread asks for draws beyond the range of a float (exp overflows).
+                raise invalid(
+                    f"{key}.p95", f"at most {MAX_SPREAD:g} x median = {MAX_SPREAD * median:g}",
+                    self.p95, _E,
+                )
+            _set(self, "median", median)
+            _set(self, "p95", p95)
+        elif kind == "exponential":
+            _set(self, "value", checks.positive(self.value, f"{key}.mean", _E))
+        else:
+            _set(self, "value", checks.in_range(
+                self.value, key, 0.0,
+                allowed="a number of seconds >= 0, {median, p95} or {mean}", error=_E,
+            ))
+
+    @classmethod
+    def constant(cls, seconds: float) -> "Duration":
+        return cls("constant", value=seconds)
+
+    @classmethod
+    def lognormal(cls, median: float, p95: float) -> "Duration":
+        return cls("lognormal", median=median, p95=p95)
+
+    @classmethod
+    def exponential(cls, mean: float) -> "Duration":
+        return cls("exponential", value=mean)
+
+    @classmethod
+    def parse(cls, data: Any, key: str = "duration") -> "Duration":
+        """A duration from its file spelling (a number or a table), or a ``Duration`` as it is;
+        the messages name ``key``."""
+        if isinstance(data, Duration):
+            return data
+        if isinstance(data, Mapping):
+            checks.check_keys(data, ("median", "p95", "mean"), key, error=_E)
+            if "mean" in data:
+                if len(data) > 1:
+                    raise _E(
+                        f"{key}: give either {{mean}} (exponential) or {{median, p95}} (lognormal), "
+                        "not both"
+                    )
+                checks.positive(data["mean"], f"{key}.mean", _E)
+                return cls.exponential(data["mean"])
+            missing = [k for k in ("median", "p95") if k not in data]
+            if missing:
+                raise _E(f"{key}: a lognormal duration needs median and p95; missing {', '.join(missing)}")
+            duration = object.__new__(cls)  # checked under the file's key, not "duration"
+            for name, value in (("kind", "lognormal"), ("value", 0.0), ("median", data["median"]),
+                                ("p95", data["p95"])):
+                _set(duration, name, value)
+            duration._check(key)
+            return duration
+        duration = object.__new__(cls)
+        for name, value in (("kind", "constant"), ("value", data), ("median", 0.0), ("p95", 0.0)):
+            _set(duration, name, value)
+        duration._check(key)
+        return duration
+
+    @property
+    def sigma(self) -> float:
+        """The lognormal's log-scale sd, ``ln(p95 / median) / Phi^{-1}(0.95)`` (0 otherwise)."""
+        if self.kind != "lognormal":
+            return 0.0
+        return math.log(self.p95 / self.median) / Z95_ONE_SIDED
+
+    @property
+    def mean(self) -> float:
+        """The mean: ``value``; for the lognormal ``median * exp(sigma^2 / 2)``."""
+        if self.kind == "lognormal":
+            return self.median * math.exp(self.sigma**2 / 2)
+        return self.value
+
+    @property
+    def is_zero(self) -> bool:
+        return self.kind == "constant" and self.value == 0.0
+
+    def to_file(self) -> float | dict[str, float]:
+        """The file spelling: a number, ``{median, p95}`` or ``{mean}``."""
+        if self.kind == "lognormal":
+            return {"median": self.median, "p95": self.p95}
+        if self.kind == "exponential":
+            return {"mean": self.value}
+        return self.value
+
+
+ZERO = Duration()
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Wait before the j-th retry of a step execution: ``min(max, base * factor**(j-1))``,
+    times a ``U(0, 1)`` draw when ``jitter`` (``max`` None: no cap)."""
+
+    base: float = 1.0
+    factor: float = 2.0
+    max: float | None = None
+    jitter: bool = False
+
+    def __post_init__(self) -> None:
+        _set(self, "base", checks.nonnegative(self.base, "timing.backoff.base", _E))
+        _set(self, "factor", checks.in_range(
+            self.factor, "timing.backoff.factor", 1.0, allowed="a finite number >= 1", error=_E
+        ))
+        if self.max is not None:
+            _set(self, "max", checks.nonnegative(self.max, "timing.backoff.max", _E))
+        checks.boolean(self.jitter, "timing.backoff.jitter", _E)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long things take: one attempt (a duration or one per step), one verification, one
+    automatic checkpoint check, the backoff before retries, and the deadline from arrival."""
+
+    attempt: Duration | tuple[Duration, ...] = ZERO
+    verify: Duration = ZERO
+    checkpoint: Duration = ZERO
+    backoff: Backoff | None = None
+    deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "attempt", checks.per_step(self.attempt, "timing.attempt", Duration.parse, error=_E))
+        _set(self, "verify", Duration.parse(self.verify, "timing.verify"))
+        _set(self, "checkpoint", Duration.parse(self.checkpoint, "timing.checkpoint"))
+        if self.backoff is not None and not isinstance(self.backoff, Backoff):
+            raise invalid("timing.backoff", "a Backoff (a table {base, factor, max, jitter})", self.backoff, _E)
+        if self.deadline is not None:
+            _set(self, "deadline", checks.positive(self.deadline, "timing.deadline", _E))
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """How trials arrive (``"batch"``: all at 0; ``"poisson"``: at ``rate_per_hour``) and how
+    many run at once (``agents``; None: unlimited)."""
+
+    arrivals: str = "batch"
+    rate_per_hour: float | None = None
+    agents: int | None = None
+
+    def __post_init__(self) -> None:
+        checks.choice(self.arrivals, "fleet.arrivals", ("batch", "poisson"), _E)
+        if self.arrivals == "poisson":
+            if self.rate_per_hour is None:
+                raise _E('fleet.rate_per_hour: needed with arrivals = "poisson"')
+            _set(self, "rate_per_hour", checks.positive(self.rate_per_hour, "fleet.rate_per_hour", _E))
+        elif self.rate_per_hour is not None:
+            raise _E('fleet.rate_per_hour: used only with arrivals = "poisson" (batch trials all arrive at 0)')
+        if self.agents is not None:
+            _set(self, "agents", checks.integer(self.agents, "fleet.agents", 1, MAX_SLOTS, error=_E))
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the fleet shares: LLM slots, the provider's rpm and tpm limits (token buckets),
+    the tokens per call, whether verifications are LLM calls, and a pool of human reviewers."""
+
+    llm_concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    tokens: float | tuple[float, ...] | None = None
+    verifier_calls_llm: bool = False
+    reviewers: int | None = None
+    review: Duration | None = None
+
+    def __post_init__(self) -> None:
+        key = "resources"
+        if self.llm_concurrency is not None:
+            _set(self, "llm_concurrency", checks.integer(
+                self.llm_concurrency, f"{key}.llm_concurrency", 1, MAX_SLOTS, error=_E))
+        if self.rpm is not None:  # under 1 the bucket never holds one call
+            _set(self, "rpm", checks.in_range(self.rpm, f"{key}.rpm", 1.0,
+                                              allowed="a finite number >= 1", error=_E))
+        if self.tpm is not None:
+            _set(self, "tpm", checks.positive(self.tpm, f"{key}.tpm", _E))
+        if self.tokens is not None:
+            _set(self, "tokens", checks.per_step(
+                self.tokens, f"{key}.tokens", lambda v, k: checks.nonnegative(v, k, _E), error=_E))
+        if self.tpm is not None:
+            if self.tokens is None:
+                raise _E(f"{key}.tokens: needed with {key}.tpm (tokens per LLM call)")
+            largest = max(self.tokens) if isinstance(self.tokens, tuple) else self.tokens
+            if largest > self.tpm:
+                raise invalid(f"{key}.tokens", f"at most tpm = {self.tpm:g} (a larger call could never be served)",
+                              self.tokens, _E)
+        checks.boolean(self.verifier_calls_llm, f"{key}.verifier_calls_llm", _E)
+        if self.reviewers is not None:
+            _set(self, "reviewers", checks.integer(self.reviewers, f"{key}.reviewers", 1, MAX_SLOTS, error=_E))
+        if self.review is not None:
+            _set(self, "review", Duration.parse(self.review, f"{key}.review"))
+            if self.reviewers is None:
+                raise _E(f"{key}.review: times a human review, but {key}.reviewers is not set")
+
+
+@dataclass(frozen=True)
+class Infra:
+    """The environment dies at ``crash_per_hour`` while a trial runs (a Poisson clock)."""
+
+    crash_per_hour: float = 0.0
+
+    def __post_init__(self) -> None:
+        _set(self, "crash_per_hour", checks.nonnegative(self.crash_per_hour, "infra.crash_per_hour", _E))
+
+
+#: table name -> dataclass, in file order
+TIME_TABLES: dict[str, type] = {"timing": Timing, "fleet": Fleet, "resources": Resources, "infra": Infra}
