@@ -246,10 +246,7 @@ def _budget_floor(scenario: Scenario) -> int:
     contributes): past it a chain's success no longer moves; capped at ``MAX_BUDGET``."""
     model = trial_model(scenario)
     prob, miss, reject = model.p, model.miss, model.false_reject
-    rates = [prob]
-    confusion = scenario.correlation.confusion
-    if confusion is not None:
-        rates.append(prob * confusion.factor)
+    rates = [prob, prob * model.factor] if model.has_confusion else [prob]
     q = np.concatenate([x * reject + (1 - x) * (1 - miss) for x in rates])
     q = q[q < 1.0]
     q_max = float(np.max(q)) if q.size else 0.0

@@ -539,10 +539,10 @@ def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
 
 def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan:
     n = scenario.steps
-    correlation = scenario.correlation
-    table = _step_table(scenario, math.hypot(correlation.task_sd, correlation.step_sd))
-    if trial_model(scenario).has_total:  # a per-step budget above the total is never spent
-        table.high = np.minimum(table.high, trial_model(scenario).total)
+    model = trial_model(scenario)
+    table = _step_table(scenario, math.hypot(model.task_sd, model.step_sd))
+    if model.has_total:  # a per-step budget above the total is never spent
+        table.high = np.minimum(table.high, model.total)
     if not np.isfinite(table.ceiling()):  # some step can never succeed
         return _allocation_infeasible(scenario, goal)
     evaluations: dict[tuple[int, ...], Outcome] = {}

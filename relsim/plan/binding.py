@@ -32,14 +32,14 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
     retries) is the largest change, so it is blamed after the constraints the scenario sets."""
     out: list[tuple[str, Scenario]] = []
     s = scenario
-    if s.retries is not None and s.retries.total is not None:
+    model = trial_model(s)
+    if model.has_total:
         out.append(("retries.total", _with_total(s, None)))
-    if s.verifier is not None and np.any(trial_model(s).miss > 0):
+    if model.has_verifier and np.any(model.miss > 0):
         out.append(("verifier.miss", _with_rate(s, "miss", 0.0)))
-    if s.verifier is not None:
+    if model.has_verifier:
         out.append(("retries.per_step", _with_per_step(s, _budget_floor(s))))
-    correlation = s.correlation
-    if trial_model(s).has_random_effects or correlation.confusion is not None:
+    if model.has_random_effects or model.has_confusion:
         out.append(("correlation", replace(s, correlation=Correlation())))
     if s.checkpoints is not None:
         c = s.checkpoints
@@ -50,9 +50,9 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
             out.append(("checkpoints.false_alarm", replace(s, checkpoints=quiet)))
         if c.detect < 1:
             out.append(("checkpoints.detect", replace(s, checkpoints=replace(c, detect=1.0))))
-    if s.verifier is not None and np.any(trial_model(s).false_reject > 0):
+    if model.has_verifier and np.any(model.false_reject > 0):
         out.append(("verifier.false_reject", _with_rate(s, "false_reject", 0.0)))
-    if s.verifier is None:  # no verifier, so no retries: a perfect verifier with retries
+    if not model.has_verifier:  # no verifier, so no retries: a perfect verifier with retries
         out.append(("retries.per_step", _with_perfect_verifier(s)))
     return out
 

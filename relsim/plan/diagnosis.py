@@ -232,9 +232,10 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
     from relsim.scenario import trial_model  # loaded by the scenario planners only
 
     s = scenario
+    m = trial_model(s)
     if key == "verifier.miss":
-        miss = trial_model(s).miss
-        step_ceiling = formulas.verified_ceiling(trial_model(s).p, miss, trial_model(s).false_reject)
+        miss = m.miss
+        step_ceiling = formulas.verified_ceiling(m.p, miss, m.false_reject)
         step_ceiling = np.broadcast_to(np.asarray(step_ceiling, float), (s.steps,))
         chain_ceiling = float(np.prod(step_ceiling))
         if np.all(step_ceiling == step_ceiling[0]) and np.all(miss == miss[0]):
@@ -253,31 +254,27 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
             fix = WHY["verifier.miss/fix_perfect"].format(lifted=lifted)
         return WHY["verifier.miss"].format(cap=cap, fix=fix)
     if key == "retries.total":
-        return WHY[key].format(total=trial_model(s).total, lifted=lifted)
-    if key == "retries.per_step" and s.verifier is None:
+        return WHY[key].format(total=m.total, lifted=lifted)
+    if key == "retries.per_step" and not m.has_verifier:
         return WHY["retries.per_step/no_verifier"].format(lifted=lifted)
     if key == "retries.per_step":
         cap = None if s.retries is None else s.retries.per_step
         if s.retries is None:
             budget = WHY["retries.per_step/no_retries"]
         elif cap is None:
-            budget = WHY["retries.per_step/total_only"].format(total=trial_model(s).total)
+            budget = WHY["retries.per_step/total_only"].format(total=m.total)
         else:
             shown = cap if isinstance(cap, int) else list(cap)
             budget = WHY["retries.per_step/cap"].format(per_step=shown)
         return WHY[key].format(budget=budget, lifted=lifted)
     if key == "correlation":
-        c = s.correlation
         causes = []
-        if c.confusion is not None:
-            confusion = c.confusion
-            causes.append(CAUSES["confusion"].format(
-                enter=confusion.enter, recover=confusion.recover, factor=confusion.factor
-            ))
-        if c.task_sd > 0:
-            causes.append(CAUSES["task_sd"].format(task_sd=c.task_sd))
-        if c.step_sd > 0:
-            causes.append(CAUSES["step_sd"].format(step_sd=c.step_sd))
+        if m.has_confusion:
+            causes.append(CAUSES["confusion"].format(enter=m.enter, recover=m.recover, factor=m.factor))
+        if m.task_sd > 0:
+            causes.append(CAUSES["task_sd"].format(task_sd=m.task_sd))
+        if m.step_sd > 0:
+            causes.append(CAUSES["step_sd"].format(step_sd=m.step_sd))
         return WHY[key].format(causes="; ".join(causes), lifted=lifted)
     if key.startswith("checkpoints."):
         c = s.checkpoints
@@ -296,9 +293,10 @@ def largest_miss_for_ceiling(scenario: "Scenario", goal: float) -> float | None:
     false_reject): what a verifier must achieve for retries to reach the goal at all."""
     from relsim.scenario import trial_model  # loaded by the scenario planners only
 
+    model = trial_model(scenario)
 
     def chain_ceiling(miss: float) -> float:
-        ceiling = formulas.verified_ceiling(trial_model(scenario).p, miss, trial_model(scenario).false_reject)
+        ceiling = formulas.verified_ceiling(model.p, miss, model.false_reject)
         return float(np.prod(np.broadcast_to(ceiling, (scenario.steps,))))
 
     if chain_ceiling(0.0) < goal:

@@ -155,7 +155,8 @@ def apply(scenario: Scenario | Mapping[str, Any], changes: Mapping[str, Any]) ->
 def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     """(lever, set) for every change that applies to ``s`` and changes it."""
     out: list[tuple[str, dict[str, Any]]] = []
-    p = trial_model(s).p
+    model = trial_model(s)
+    p = model.p
     if np.any(p < 1.0):
         out.append(("p +1 point on every step", {"p": _per_step(np.minimum(1.0, p + POINT))}))
         if s.steps > 1 and not np.all(p == p[0]):
@@ -166,17 +167,17 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
                 (f"p +1 point on the hardest step (step {hardest + 1})", {"p": _per_step(raised)})
             )
     if s.verifier is not None:
-        miss = trial_model(s).miss
+        miss = model.miss
         if np.any(miss > 0):
             out.append(("verifier miss halved", {"verifier.miss": _per_step(miss / 2)}))
-        false_reject = trial_model(s).false_reject
+        false_reject = model.false_reject
         if np.any(false_reject > 0):
             out.append(
                 ("verifier false_reject halved",
                  {"verifier.false_reject": _per_step(false_reject / 2)})
             )
         out.append(
-            ("one more retry per step", {"retries.per_step": _per_step(trial_model(s).per_step + 1)})
+            ("one more retry per step", {"retries.per_step": _per_step(model.per_step + 1)})
         )
         total = None if s.retries is None else s.retries.total
         if total is not None:

@@ -234,8 +234,9 @@ def compounding(ctx: Context) -> Section:
         svg(figure, "compounding", "End-to-end success against the number of steps"),
     ]
     if s.verifier is not None:
-        p, miss, false_reject = (float(a.mean()) for a in (trial_model(s).p, trial_model(s).miss, trial_model(s).false_reject))
-        budget = int(trial_model(s).per_step.max())
+        model = trial_model(s)
+        p, miss, false_reject = (float(a.mean()) for a in (model.p, model.miss, model.false_reject))
+        budget = int(model.per_step.max())
         chart = new_figure(7.0, 4.2)
         plot.retries(p, s.steps, miss, false_reject, max_retries=max(10, budget + 2),
                      target=ctx.target, ax=chart.add_subplot())
