@@ -167,7 +167,7 @@ def _nonnegative(value: Any, name: str) -> np.ndarray:
     return _ranged(value, name, "a finite number >= 0", lambda x: (x >= 0.0) & np.isfinite(x))
 
 
-def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+def _broadcast(**arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """``np.broadcast_arrays`` of the named arrays; shapes that do not broadcast raise a
     RelsimError naming the argument (numpy's own message names none)."""
     shape: tuple[int, ...] = ()
