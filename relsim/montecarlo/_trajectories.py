@@ -26,7 +26,7 @@ def trajectories(record: Record, cost_unit: float = 1.0) -> Any:
             record = record._replace(cost=record.cost * cost_unit)
 
     columns: dict[str, Any] = {
-        "outcome": pd.Categorical.from_codes(record.outcome, categories=list(OUTCOME_NAMES))
+        "outcome": pd.Categorical.from_codes(record.outcome, categories=pd.Index(OUTCOME_NAMES))
     }
     for name in Record._fields[1:]:
         values = getattr(record, name).copy()
