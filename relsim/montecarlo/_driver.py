@@ -278,7 +278,7 @@ class _Kernel:
         trials: int,
         record: Record,
         stop: InterruptFlag,
-    ) -> Any:
+    ) -> np.ndarray | GeneralResult:
         """Run the trials of ``blocks`` (consecutive block indices), in kernel calls of a
         bounded slice of work each, until they are done or ``stop.is_set``: then the result
         holds the trials done so far."""

@@ -13,7 +13,7 @@ import contextlib
 import importlib.util
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
 from relsim.errors import RelsimError, invalid
 from relsim.results import OUTCOME_KEYS
@@ -131,7 +131,15 @@ def _no_partial_warning() -> Iterator[None]:
         yield
 
 
-def _whole(outcome: Any) -> Any:
+class _Run(Protocol):
+    @property
+    def partial(self) -> bool: ...
+
+
+_RunT = TypeVar("_RunT", bound=_Run)
+
+
+def _whole(outcome: _RunT) -> _RunT:
     """The outcome of every trial asked for; a run Ctrl-C cut short is an interruption.
 
     The engines answer a first Ctrl-C with the estimate over the trials done

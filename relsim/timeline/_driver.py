@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from relsim.timeline._trial import (
     arm_stops,
     run_trial,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simpy.events import Event
 
 #: Trials per environment when trials share nothing (bounds memory; changes no number).
 CHUNK_TRIALS = 4096
@@ -212,7 +215,9 @@ class _Run:
             self.reported = done
 
     # -------------------------------------------------------------- arrivals and trials
-    def _source(self, fleet: Fleet, arrivals: Iterator[tuple[int, float]]) -> Any:
+    def _source(
+        self, fleet: Fleet, arrivals: Iterator[tuple[int, float]]
+    ) -> Generator[Event, Any, None]:
         """Unlimited agents: each trial starts the moment it arrives."""
         env = fleet.env
         for k, arrival in arrivals:
@@ -222,7 +227,7 @@ class _Run:
                 yield env.timeout(arrival - env.now)
             self._start(fleet, k, arrival, None)
 
-    def _dispatch(self, fleet: Fleet) -> Any:
+    def _dispatch(self, fleet: Fleet) -> Generator[Event, Any, None]:
         """``fleet.agents`` slots: the FIFO queue in front of them, held as the index of its
         head. A head whose deadline passed in the queue leaves it as a timeout."""
         env, agents, deadline = fleet.env, fleet.agents, self.model.deadline
