@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # a cold mypy run over the package takes about half a minute
+@pytest.mark.slow  # a cold mypy run over the package takes about a minute
 def test_mypy_passes_on_the_package():
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "relsim"],
