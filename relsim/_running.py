@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 import signal
 import threading
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,12 +26,13 @@ def check_seed(seed: Any) -> tuple[np.random.SeedSequence, int | None]:
     """The seed sequence to draw from and the seed to report (``None``: fresh entropy, which
     is reported so that the run can be repeated)."""
     if seed is None:
-        entropy = np.random.SeedSequence().entropy
-        return np.random.SeedSequence(entropy), int(entropy)
+        # fresh entropy is always one int (numpy draws 128 random bits)
+        entropy = cast(int, np.random.SeedSequence().entropy)
+        return np.random.SeedSequence(entropy), entropy
     if isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-        return seed, (int(entropy) if isinstance(entropy, numbers.Integral) else None)
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
+        given = seed.entropy
+        return seed, (int(given) if isinstance(given, numbers.Integral) else None)
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and int(seed) >= 0:
         return np.random.SeedSequence(int(seed)), int(seed)
     raise invalid("seed", "an integer >= 0, a numpy SeedSequence or None", seed)
 

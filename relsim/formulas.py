@@ -112,7 +112,7 @@ def _target(value: Any, name: str = "target") -> np.ndarray:
     return checks.floats_in(value, name, "a number in (0, 1]", lambda x: (x > 0.0) & (x <= 1.0))
 
 
-def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+def _broadcast(**arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """``np.broadcast_arrays`` of the named arrays; shapes that do not broadcast raise a
     RelsimError naming the argument (numpy's own message names none)."""
     shape: tuple[int, ...] = ()

@@ -24,9 +24,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relsim.errors import RelsimError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "MEMORY_LIMIT",
@@ -98,7 +101,7 @@ class WorkEstimate:
         """``{"seconds", "memory", "detail"}`` (JSON-ready through ``relsim.results.jsonable``)."""
         return {"seconds": self.seconds, "memory": self.memory, "detail": self.detail}
 
-    def to_frame(self) -> Any:
+    def to_frame(self) -> pd.DataFrame:
         """One row with the columns of ``to_dict``, as a pandas DataFrame."""
         import pandas as pd
 

@@ -421,6 +421,7 @@ def convergence(
     count = _int(trials, "trials", low=1)
     exact = evaluate(scenario).success
     run = simulate(scenario, trials=count, seed=seed, record=count)
+    assert run.trajectories is not None  # record=count keeps every trial
     successes = np.cumsum(run.trajectories["outcome"].to_numpy() == "success")
     k = _log_points(count)
     estimate = successes[k - 1] / k

@@ -36,7 +36,7 @@ def run_scenario(args: argparse.Namespace) -> int:
     from relsim.scenario import Scenario
 
     for_ = getattr(args, "for_", None)
-    if for_ not in planner.QUANTITIES:
+    if not isinstance(for_, str) or for_ not in planner.QUANTITIES:
         raise invalid("--for", f"one of {', '.join(planner.QUANTITIES)}", for_)
     scenario = Scenario.from_toml(args.scenario)
     target = getattr(args, "target", None)

@@ -180,6 +180,7 @@ def validate(plan: "ChainPlan", trials: int, seed: int | None) -> dict:
     """Simulate the planned design and compare its success with the exact one (a z-score)."""
     import relsim
 
+    assert plan.success is not None  # only a feasible plan is validated
     outcome = relsim.simulate(plan.to_scenario(), trials=trials, seed=seed)
     se = float(outcome.standard_errors["success"])
     difference = float(outcome.success) - plan.success

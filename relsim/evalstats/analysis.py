@@ -6,7 +6,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 import numpy as np
 
@@ -311,7 +311,7 @@ def analyze(
         tasks, with_one, replicates=replicates, seed=seed, confidence=confidence,
         interval=interval,
     )
-    first = table.loc[("pass_at_k", 1)]
+    first = _pass_at_1(table)
     success = pd.Series(
         {"mean": first["estimate"], "se": first["se"], "ci_low": first["ci_low"],
          "ci_high": first["ci_high"]},
@@ -400,6 +400,12 @@ def analyze(
     )
 
 
+def _pass_at_1(table: pd.DataFrame) -> pd.Series:
+    """The pass@1 row of a ``pass_k_table``. A full key of its two-level index selects one
+    row; pandas-stubs types every ``.loc[tuple]`` as a cell, hence the cast."""
+    return cast("pd.Series", table.loc[("pass_at_k", 1)])
+
+
 def _category_column(
     category: str | None, text_columns: list[str], metric_names: list[str]
 ) -> str | None:
@@ -446,7 +452,7 @@ def _without_infrastructure(
     rest = per_task(kept)
     table, _ = pass_k_table(rest, [1], replicates=DEFAULT_REPLICATES, seed=0,
                             confidence=confidence, interval="jeffreys")
-    row = table.loc[("pass_at_k", 1)]
+    row = _pass_at_1(table)
     out = {
         "categories": names,
         "trials": int(noise.sum()),

@@ -254,9 +254,9 @@ def compare(
         pairs = [totals(frame, code, name) for frame, code in zip(frames, codes)]
         quantities[name] = _paired_ratio(pairs, confidence)
 
-    adjusted = intervals.holm([value["p_value"] for value in quantities.values()])
-    for value, holm_value in zip(quantities.values(), adjusted):
-        value["p_holm"] = float(holm_value)
+    adjusted = intervals.holm([quantity["p_value"] for quantity in quantities.values()])
+    for quantity, holm_value in zip(quantities.values(), adjusted):
+        quantity["p_holm"] = float(holm_value)
     tested = int(np.count_nonzero(~np.isnan(adjusted)))
 
     table = pd.DataFrame({"baseline": base["rate"], "candidate": cand["rate"]})

@@ -275,7 +275,7 @@ def pass_k_table(
     if interval != "jeffreys":
         bootstrap.check_work(replicates, len(n), values.shape[1])
         replicate_means = bootstrap.cluster_bootstrap(values, replicates, rng)
-        for column in np.flatnonzero(eligible_counts >= 2):
+        for column in map(int, np.flatnonzero(eligible_counts >= 2)):
             low[column], high[column] = bootstrap.interval(
                 values[:, column],
                 estimates[column],

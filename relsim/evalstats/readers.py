@@ -188,7 +188,7 @@ def check_trials(
             cell(text["steps"]),
         )
         result["steps"] = steps
-    metrics = [c for c in ("cost", "steps") if c in text]
+    metrics: list[str] = [c for c in ("cost", "steps") if c in text]
     text_columns, ignored = [], []
     for column in columns:
         if column in REQUIRED_COLUMNS or column in OPTIONAL_COLUMNS:

@@ -254,7 +254,10 @@ class _Kernel:
         from relsim.montecarlo import _kernels  # numba: only when something is simulated
 
         self.prepared = prepared
-        self._function = _kernels.run_simple if prepared.exact else _kernels.run_general
+        # The two kernels take different arrays; both return True once their trials are done.
+        self._function: Callable[..., bool] = (
+            _kernels.run_simple if prepared.exact else _kernels.run_general
+        )
         # Trials per kernel call: a slice of some 10-50 ms, after which a stop is seen.
         attempts = SIMPLE_SLICE if prepared.exact else GENERAL_SLICE
         self._budget = max(1, int(attempts / max(1.0, attempts_per_trial)))
@@ -276,7 +279,7 @@ class _Kernel:
         trials: int,
         record: Record,
         stop: InterruptFlag,
-    ) -> Any:
+    ) -> np.ndarray | GeneralResult:
         """Run the trials of ``blocks`` (consecutive block indices), in kernel calls of a
         bounded slice of work each, until they are done or ``stop.is_set``: then the result
         holds the trials done so far."""

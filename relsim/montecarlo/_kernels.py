@@ -154,7 +154,9 @@ def _hist_add(hist, offset, mantissa_drop, value):
     if value <= 0.0:
         k = 0
     else:
-        k = (_float_bits(value) >> mantissa_drop) - offset
+        # numba's stub types the Python-level call of an intrinsic, whose first parameter is
+        # the typing context; compiled callers pass only the value
+        k = (_float_bits(value) >> mantissa_drop) - offset  # type: ignore[call-arg]
         if k < 2:
             k = 1
         elif k >= bins:  # cannot happen below the bound; kept in the top bin

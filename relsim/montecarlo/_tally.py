@@ -56,8 +56,10 @@ class ExactTally:
 
     def estimates(self) -> Estimates:
         counts = self.counts
+        assert counts is not None  # the driver estimates only after some trials
         n = int(counts.sum())
-        by_outcome = tuple(int(c) for c in counts.sum(axis=1))
+        success, silent, detected = (int(c) for c in counts.sum(axis=1))
+        by_outcome = (success, silent, detected)
         per_value = [int(c) for c in counts.sum(axis=0)]
         success_values = [int(c) for c in counts[0]]
         s1 = sum(a * c for a, c in enumerate(per_value))
@@ -71,7 +73,7 @@ class ExactTally:
         }
         return Estimates(
             trials=n,
-            by_outcome=by_outcome,  # type: ignore[arg-type]
+            by_outcome=by_outcome,
             mean_attempts=s1 / n,
             var_attempts=var_attempts,
             mean_cost=unit * (s1 / n),
@@ -132,7 +134,7 @@ class StreamTally:
                 totals[name] += int(getattr(sums, name)[block])
             for name in _FLOAT_FIELDS:
                 totals[name] += float(getattr(sums, name)[block])
-        if self.cost_hist is None:
+        if self.cost_hist is None or self.attempts_hist is None:  # the first result
             cost_hist, attempts_hist = result.cost_hist, result.attempts_hist
         else:
             cost_hist = self.cost_hist.merged(result.cost_hist)
@@ -140,14 +142,16 @@ class StreamTally:
         return StreamTally(self.attempts_shift, self.cost_shift, totals, cost_hist, attempts_hist)
 
     def estimates(self) -> Estimates:
+        # the driver estimates only after some trials, so both histograms are there
+        assert self.cost_hist is not None and self.attempts_hist is not None
         t = self.totals
-        n = t["trials"]
+        n = int(t["trials"])
         # Sums of values shifted by a typical trial's value: the variances do not cancel.
         attempts_d = t["attempts"] / n - self.attempts_shift
         cost_d = t["cost"] / n
         return Estimates(
             trials=n,
-            by_outcome=(t["success"], t["silent_failure"], t["detected_failure"]),
+            by_outcome=(int(t["success"]), int(t["silent_failure"]), int(t["detected_failure"])),
             mean_attempts=t["attempts"] / n,
             var_attempts=max(0.0, t["attempts_sq"] / n - attempts_d**2),
             mean_cost=self.cost_shift + cost_d,

@@ -6,10 +6,26 @@ Private. The kernels release the GIL (``nogil=True``), so plain threads run them
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Self, TypeVar
 
 from relsim._running import InterruptFlag
 
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+
+class _Tally(Protocol):
+    """What ``run_in_order`` merges into: a trial count and an ``add`` returning a new tally."""
+
+    @property
+    def trials(self) -> int: ...
+
+    def add(self, result: Any) -> Self: ...
+
+
+_Task = TypeVar("_Task")
+_Result = TypeVar("_Result")
+_TallyT = TypeVar("_TallyT", bound=_Tally)
 
 
 class _Executor:
@@ -20,7 +36,7 @@ class _Executor:
 
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="relsim-mc")
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> ThreadPoolExecutor:
         return self._pool
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
@@ -44,12 +60,12 @@ class _StopOnError:
 
 
 def run_in_order(
-    tasks: Iterator[Any],
-    run_task: Callable[[Any, InterruptFlag], Any],
-    tally: Any,
+    tasks: Iterator[_Task],
+    run_task: Callable[[_Task, InterruptFlag], _Result],
+    tally: _TallyT,
     threads: int,
     progress: Callable[[int], None] | None,
-) -> Any:
+) -> _TallyT:
     """Run ``tasks`` on ``threads`` threads and ``tally.add`` their results in task order.
 
     ``run_task(task, stop)`` must return soon after ``stop.is_set`` turns true, with what it
@@ -62,7 +78,7 @@ def run_in_order(
     merged = tally
     interrupted = InterruptFlag()
     with interrupted, _Executor(threads) as pool, _StopOnError(interrupted):
-        pending: deque = deque()
+        pending: deque[Future[_Result | None]] = deque()
 
         def fill() -> None:
             while len(pending) < 2 * threads and not interrupted.is_set:
@@ -97,15 +113,15 @@ def run_in_order(
 
 
 def _unless_stopped(
-    run_task: Callable[[Any, InterruptFlag], Any], task: Any, stop: InterruptFlag
-) -> Any:
+    run_task: Callable[[_Task, InterruptFlag], _Result], task: _Task, stop: InterruptFlag
+) -> _Result | None:
     """Run a queued task, or nothing when the stop came while it waited (None: no result)."""
     if stop.is_set:
         return None
     return run_task(task, stop)
 
 
-def _result(future: Any) -> Any:
+def _result(future: Future[_Result]) -> _Result:
     """``future.result()``, waking every 0.1 s: a SIGINT that Linux delivers to a worker
     thread does not interrupt the main thread's wait, and Python runs the handler only when
     the main thread wakes."""

@@ -5,15 +5,18 @@ Private; pandas is imported only when a run records trials.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relsim.montecarlo._layout import OUTCOME_NAMES, Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 # Columns where -1 means "none" and becomes NA.
 _OPTIONAL = ("first_wrong_step", "caught_at", "stopped_at")
 
 
-def trajectories(record: Record, cost_unit: float = 1.0) -> Any:
+def trajectories(record: Record, cost_unit: float = 1.0) -> pd.DataFrame:
     """One row per recorded trial, indexed by ``trial``: ``outcome`` (categorical),
     ``attempts``, ``cost``, ``retries_used``, ``rollbacks`` and, nullable,
     ``first_wrong_step``, ``caught_at``, ``stopped_at``. ``cost_unit``: the unit the kernel
@@ -26,7 +29,7 @@ def trajectories(record: Record, cost_unit: float = 1.0) -> Any:
             record = record._replace(cost=record.cost * cost_unit)
 
     columns: dict[str, Any] = {
-        "outcome": pd.Categorical.from_codes(record.outcome, categories=list(OUTCOME_NAMES))
+        "outcome": pd.Categorical.from_codes(record.outcome, categories=pd.Index(OUTCOME_NAMES))
     }
     for name in Record._fields[1:]:
         values = getattr(record, name).copy()

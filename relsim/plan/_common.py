@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -215,7 +215,7 @@ def _per_step_cap(scenario: Scenario) -> int | tuple[int, ...] | None:
     return None if scenario.retries is None else scenario.retries.per_step
 
 
-def _with_per_step(scenario: Scenario, budget: int | Sequence[int]) -> Scenario:
+def _with_per_step(scenario: Scenario, budget: int | Iterable[int]) -> Scenario:
     if not isinstance(budget, (int, np.integer)):
         budget = tuple(int(b) for b in budget)
     else:

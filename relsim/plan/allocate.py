@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -547,16 +547,16 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
         return _allocation_infeasible(scenario, goal)
     evaluations: dict[tuple[int, ...], Outcome] = {}
 
-    def outcome(budgets: Sequence[int]) -> Outcome:
+    def outcome(budgets: Iterable[int]) -> Outcome:
         key = tuple(int(b) for b in budgets)
         if key not in evaluations:
             evaluations[key] = _evaluate(_with_per_step(scenario, key))
         return evaluations[key]
 
-    def reaches_with(budgets: Sequence[int]) -> bool:
+    def reaches_with(budgets: Iterable[int]) -> bool:
         return _reaches(_outcome_success(outcome(budgets)), goal)
 
-    def score(budgets: Sequence[int]) -> float:
+    def score(budgets: Iterable[int]) -> float:
         o = outcome(budgets)
         if objective == "expected_cost":
             return float(o.expected_cost)
@@ -648,10 +648,10 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
             budgets, method, gap = exact, "exact (branch and bound in the box of step limits)", 0.0
     details: dict[str, Any] = {"method": method, "gap": gap}
     if gap is None:  # a heuristic: bound it by monotonicity (a weak but valid bound)
-        bound, top = _monotone_bound(scenario, outcome, objective)
+        bound, success_bound = _monotone_bound(scenario, outcome, objective)
         details.update(lower_bound=bound, gap=max(0.0, score(budgets) - bound))
         details["bound"] = (
-            f"cost with every budget at 0, over success {top}: "
+            f"cost with every budget at 0, over success {success_bound}: "
             "valid for every allocation up to MAX_BUDGET per step, and weak"
         )
     details["evaluations"] = len(evaluations)
@@ -660,7 +660,7 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
 
 
 def _monotone_bound(
-    scenario: Scenario, outcome: Callable[[Sequence[int]], Outcome], objective: str
+    scenario: Scenario, outcome: Callable[[Iterable[int]], Outcome], objective: str
 ) -> tuple[float, str]:
     """A lower bound on the objective of every allocation in ``0..MAX_BUDGET`` per step, and
     what bounds its success, in words: expected cost and success are non-decreasing in every
@@ -691,7 +691,7 @@ def _branch_and_bound(
     box: np.ndarray,
     incumbent: np.ndarray,
     goal: float,
-    outcome: Callable[[Sequence[int]], Outcome],
+    outcome: Callable[[Iterable[int]], Outcome],
     objective: str,
 ) -> np.ndarray | None:
     """Least objective over allocations ``0..box_i`` with success reaching ``goal``,
@@ -700,7 +700,7 @@ def _branch_and_bound(
     n = len(box)
     count = [0]
 
-    def look(budgets: Sequence[int]) -> Outcome:
+    def look(budgets: Iterable[int]) -> Outcome:
         count[0] += 1
         if count[0] > BRANCH_AND_BOUND_EVALUATIONS:
             raise _OutOfEvaluations
@@ -718,9 +718,11 @@ def _branch_and_bound(
             return float(low.expected_cost)
         return float(low.expected_cost) / float(high.success) if high.success > 0 else math.inf
 
-    best = [value(outcome(incumbent)), incumbent.copy()]
+    best_value = value(outcome(incumbent))
+    best_budgets = incumbent.copy()
 
     def search(prefix: list[int]) -> None:
+        nonlocal best_value, best_budgets
         i = len(prefix)
         rest_high = [int(b) for b in box[i + 1 :]]
         rest_zero = [0] * (n - i - 1)
@@ -740,15 +742,16 @@ def _branch_and_bound(
             top = look(prefix + [int(box[i])])
             for budget in last:
                 o = look(prefix + [budget])
-                if bound(o, top) >= best[0]:
+                if bound(o, top) >= best_value:
                     break
-                if value(o) < best[0]:
-                    best[0], best[1] = value(o), np.array(prefix + [budget], dtype=np.int64)
+                if value(o) < best_value:
+                    best_value = value(o)
+                    best_budgets = np.array(prefix + [budget], dtype=np.int64)
             return
         for budget in range(int(box[i]) + 1):
             low_outcome = look(prefix + [budget] + rest_zero)
             high_outcome = look(prefix + [budget] + rest_high)
-            if bound(low_outcome, high_outcome) >= best[0]:
+            if bound(low_outcome, high_outcome) >= best_value:
                 if objective == "expected_cost":
                     return  # cost only grows with the budget
                 continue
@@ -760,4 +763,4 @@ def _branch_and_bound(
         search([])
     except _OutOfEvaluations:
         return None
-    return best[1]
+    return best_budgets

@@ -258,13 +258,13 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
     if key == "retries.per_step" and not m.has_verifier:
         return WHY["retries.per_step/no_verifier"].format(lifted=lifted)
     if key == "retries.per_step":
-        cap = None if s.retries is None else s.retries.per_step
+        per_step = None if s.retries is None else s.retries.per_step
         if s.retries is None:
             budget = WHY["retries.per_step/no_retries"]
-        elif cap is None:
+        elif per_step is None:
             budget = WHY["retries.per_step/total_only"].format(total=m.total)
         else:
-            shown = cap if isinstance(cap, int) else list(cap)
+            shown = per_step if isinstance(per_step, int) else list(per_step)
             budget = WHY["retries.per_step/cap"].format(per_step=shown)
         return WHY[key].format(budget=budget, lifted=lifted)
     if key == "correlation":
@@ -277,11 +277,11 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
             causes.append(CAUSES["step_sd"].format(step_sd=m.step_sd))
         return WHY[key].format(causes="; ".join(causes), lifted=lifted)
     if key.startswith("checkpoints."):
-        c = s.checkpoints
-        assert c is not None
+        checkpoints = s.checkpoints
+        assert checkpoints is not None
         return WHY[key].format(
-            rollbacks=c.rollbacks, more_rollbacks=2 * c.rollbacks + 4, lifted=lifted,
-            false_alarm=c.false_alarm, detect=c.detect,
+            rollbacks=checkpoints.rollbacks, more_rollbacks=2 * checkpoints.rollbacks + 4,
+            lifted=lifted, false_alarm=checkpoints.false_alarm, detect=checkpoints.detect,
         )
     if key == "verifier.false_reject":
         return WHY[key].format(lifted=lifted)

@@ -252,6 +252,7 @@ def _dotted(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 def _per_step(values: np.ndarray) -> Any:
     """One value when every step has the same, else a list; plain Python numbers."""
     values = np.asarray(values)
+    plain: list[int] | list[float]
     if values.dtype.kind in "iu":
         plain = [int(v) for v in values]
     else:

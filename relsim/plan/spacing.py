@@ -84,6 +84,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
                 if 1 <= k <= n:
                     outcome(k)
             new_best = best_of()
+            assert new_best is not None  # results only grow: a feasible spacing stays one
             if new_best == best:
                 break
             best = new_best

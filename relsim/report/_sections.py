@@ -20,7 +20,7 @@ from relsim.report._html import esc, new_figure, svg, table
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from relsim.results import Outcome
+    from relsim.results import Outcome, SimulatedOutcome
     from relsim.scenario import Scenario
 
 #: A Monte Carlo estimate further than this many standard errors from the exact value is
@@ -62,7 +62,7 @@ class Context:
         return levers(self.scenario)
 
     @cached_property
-    def monte_carlo(self) -> "Outcome":
+    def monte_carlo(self) -> "SimulatedOutcome":
         from relsim.montecarlo import simulate
 
         return simulate(self.scenario, trials=self.trials, seed=self.seed)
@@ -126,11 +126,11 @@ def outcome(ctx: Context) -> Section:
 def target(ctx: Context) -> Section:
     """The target, whether the design meets it, and what meets it (the planner's answers)."""
     if ctx.target is None:
-        body = (
+        note = (
             "<p>No target is set: give <code>--target</code> or set <code>target</code> in "
             "the scenario file to see what meets one.</p>"
         )
-        return Section("target", "The target", body)
+        return Section("target", "The target", note)
     from relsim import formulas
     from relsim import plan as planner
 
@@ -143,7 +143,10 @@ def target(ctx: Context) -> Section:
         verdict = (f'<p class="verdict bad">Target {goal:g} NOT met: success '
                    f"{ctx.exact.success:.6f}, {100 * -margin:.2f} percentage points short.</p>")
     required = formulas.required_step_success(goal, ctx.scenario.steps)
-    rows = []
+    # change, value, success, cost per success, meets target, why not
+    rows: list[
+        tuple[str, int | float | tuple[int, ...] | None, float | None, float | None, str, str]
+    ] = []
     for quantity, words in (
         ("retries", "least retries per step"),
         ("verifier", "largest verifier miss"),
@@ -189,14 +192,14 @@ def levers(ctx: Context) -> Section | None:
     plot.levers(frame, ax=figure.add_subplot())
     rows = [
         (
-            row.lever,
-            ", ".join(f"{key} = {_show(value)}" for key, value in row.set.items()),
-            row.success,
-            100 * row.delta_success,
-            row.cost_per_success,
-            row.delta_cost_per_success,
+            row["lever"],
+            ", ".join(f"{key} = {_show(value)}" for key, value in row["set"].items()),
+            row["success"],
+            100 * row["delta_success"],
+            row["cost_per_success"],
+            row["delta_cost_per_success"],
         )
-        for row in frame.itertuples(index=False)
+        for row in frame.to_dict("records")
     ]
     body = [
         "<p>Every single change that applies to this design, evaluated exactly, by the gain "

@@ -14,7 +14,7 @@ import logging
 import math
 import numbers
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Sequence
 
 from relsim.errors import RelsimError, invalid
 from relsim.sweeps.grid import Grid
@@ -185,14 +185,14 @@ Rows = list[tuple[int, dict[str, Any]]]
 
 
 def _local(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
-           workers: Any, scheduler: Any) -> Iterator[Rows]:
+           workers: Any, scheduler: Any) -> Generator[Rows, None, None]:
     """Every batch in this process, in index order (the scenarios are the validated ones)."""
     for indices in _batches(todo, entry, 1, batch):
         yield run_batch(entry.name, grid.trials, [(i, grid.scenario(i), grid.seed_of(i)) for i in indices])
 
 
 def _dask(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
-          workers: int | None, scheduler: Any) -> Iterator[Rows]:
+          workers: int | None, scheduler: Any) -> Generator[Rows, None, None]:
     """Every batch as a dask task; results in the order they finish."""
     from distributed import Client, LocalCluster, as_completed
 

@@ -238,7 +238,10 @@ class Grid:
 
     def seed_of(self, index: int) -> int | None:
         """Point ``index``'s seed (:func:`point_seed`), None for the exact method."""
-        return point_seed(self.seed, index) if self.stochastic else None
+        if not self.stochastic:
+            return None
+        assert self.seed is not None  # _check requires a seed for a stochastic method
+        return point_seed(self.seed, index)
 
     @cached_property
     def scenarios(self) -> tuple[Scenario, ...]:

@@ -13,7 +13,7 @@ import contextlib
 import importlib.util
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
 from relsim.errors import RelsimError, invalid
 from relsim.results import OUTCOME_KEYS
@@ -70,6 +70,7 @@ def _exact(scenario: Any, trials: int | None, seed: int | None) -> dict[str, flo
 def _simulate(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
     from relsim.montecarlo import simulate
 
+    assert trials is not None  # Grid._check requires trials for a stochastic method
     # One thread per point: a sweep's parallelism is across points (one per dask worker).
     with _no_partial_warning():
         outcome = _whole(simulate(scenario, trials, seed=seed, threads=1))
@@ -104,6 +105,7 @@ TIMELINE_ERRORS = (*(f"{key}_se" for key in _TIMELINE_SCALARS), "duration_se")
 def _timeline(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
     from relsim.timeline import simulate_timeline
 
+    assert trials is not None  # Grid._check requires trials for a stochastic method
     with _no_partial_warning():
         outcome = _whole(simulate_timeline(scenario, trials, seed=seed))
     # Undefined figures (no throughput when no time passed, the utilisation of an unlimited
@@ -129,7 +131,15 @@ def _no_partial_warning() -> Iterator[None]:
         yield
 
 
-def _whole(outcome: Any) -> Any:
+class _Run(Protocol):
+    @property
+    def partial(self) -> bool: ...
+
+
+_RunT = TypeVar("_RunT", bound=_Run)
+
+
+def _whole(outcome: _RunT) -> _RunT:
     """The outcome of every trial asked for; a run Ctrl-C cut short is an interruption.
 
     The engines answer a first Ctrl-C with the estimate over the trials done
@@ -182,6 +192,7 @@ def run_batch(
     for index, data, seed in points:
         row = entry.run(as_scenario(data), trials, seed)
         if entry.stochastic:
+            assert seed is not None  # Grid._check requires a seed for a stochastic method
             row["seed"] = seed
         out.append((index, row))
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from relsim.timeline._trial import (
     arm_stops,
     run_trial,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simpy.events import Event
 
 #: Trials per environment when trials share nothing (bounds memory; changes no number).
 CHUNK_TRIALS = 4096
@@ -212,7 +215,9 @@ class _Run:
             self.reported = done
 
     # -------------------------------------------------------------- arrivals and trials
-    def _source(self, fleet: Fleet, arrivals: Iterator[tuple[int, float]]) -> Any:
+    def _source(
+        self, fleet: Fleet, arrivals: Iterator[tuple[int, float]]
+    ) -> Generator[Event, Any, None]:
         """Unlimited agents: each trial starts the moment it arrives."""
         env = fleet.env
         for k, arrival in arrivals:
@@ -222,10 +227,11 @@ class _Run:
                 yield env.timeout(arrival - env.now)
             self._start(fleet, k, arrival, None)
 
-    def _dispatch(self, fleet: Fleet) -> Any:
+    def _dispatch(self, fleet: Fleet) -> Generator[Event, Any, None]:
         """``fleet.agents`` slots: the FIFO queue in front of them, held as the index of its
         head. A head whose deadline passed in the queue leaves it as a timeout."""
         env, agents, deadline = fleet.env, fleet.agents, self.model.deadline
+        assert agents is not None  # run only for a fleet of limited agents
         k = 0
         arrival = next(self.arrivals)
         while k < self.trials and not self.flag.is_set:
@@ -265,6 +271,7 @@ class _Run:
         def finish(trial: Trial, outcome: int) -> None:
             now = env.now
             if agent_request is not None:
+                assert fleet.agents is not None  # the request came from there
                 fleet.busy["agents"] += now - trial.start
                 fleet.agents.release(agent_request)
                 if log:
@@ -298,6 +305,7 @@ def _arrivals(model: Model, root: np.random.SeedSequence) -> Iterator[float]:
         while True:
             yield 0.0
     stream = _stream(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 1)))
+    assert model.rate_per_hour is not None  # a Poisson fleet has a rate
     rate = model.rate_per_hour / 3600.0
     time = 0.0
     while True:
@@ -376,12 +384,16 @@ class _Tally:
         capacity = {"agents": model.agents, "llm": model.llm_concurrency,
                     "reviewers": model.reviewers if model.human else None}
         utilisation = {
-            key: (busy[key] / (capacity[key] * makespan) if capacity[key] and makespan > 0 else None)
-            for key in capacity
+            key: (busy[key] / (limit * makespan) if limit and makespan > 0 else None)
+            for key, limit in capacity.items()
         }
         quantiles = np.quantile(duration, [q / 100 for q in _PERCENTS], method="inverted_cdf")
         return TimelineOutcome(
-            **{key: float(value) for key, value in shares.items()},
+            success=float(shares["success"]),
+            silent_failure=float(shares["silent_failure"]),
+            detected_failure=float(shares["detected_failure"]),
+            timeout=float(shares["timeout"]),
+            infra_failure=float(shares["infra_failure"]),
             expected_attempts=float(attempts.mean()),
             expected_cost=float(cost.mean()),
             standard_errors=se,
