@@ -81,7 +81,7 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 
 def _per_step(value: object, steps: int, dtype: type) -> np.ndarray:
-    array = np.empty(steps, dtype=dtype)
+    array: np.ndarray = np.empty(steps, dtype=dtype)
     array[:] = value
     return _frozen(array)
 

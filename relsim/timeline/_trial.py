@@ -89,9 +89,11 @@ class Fleet:
 
         self.env = env
         self.model = model
-        self.agents = None if model.agents is None else simpy.Resource(env, model.agents)
-        self.llm = None if model.llm_concurrency is None else simpy.Resource(env, model.llm_concurrency)
-        self.reviewers = None if not model.human else simpy.Resource(env, model.reviewers)
+        agents, llm = model.agents, model.llm_concurrency
+        reviewers = model.reviewers if model.human else None
+        self.agents = None if agents is None else simpy.Resource(env, agents)
+        self.llm = None if llm is None else simpy.Resource(env, llm)
+        self.reviewers = None if reviewers is None else simpy.Resource(env, reviewers)
         limited = model.rpm is not None or model.tpm is not None
         self.gate = RateGate(env, model.rpm, model.tpm) if limited else None
         self.busy = {"agents": 0.0, "llm": 0.0, "reviewers": 0.0}
@@ -160,6 +162,7 @@ def _interrupt(trial: Trial, cause: int, now: float) -> None:
     if trial.done or trial.stopping:
         return
     trial.stopping = True
+    assert trial.process is not None  # a trial that runs has its process
     trial.process.interrupt(cause)
 
 
@@ -309,7 +312,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 accepted = True
             # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
             spec = m.attempt_time[i]
-            seconds = spec if spec.__class__ is float else spec(clock)
+            seconds = spec if isinstance(spec, float) else spec(clock)
             if direct:  # no rate limit, no LLM slots: the call is just its time
                 trial.attempts += 1
                 trial.cost += m.attempt_cost[i]
@@ -323,7 +326,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
             if m.has_verifier:
                 verdict = "accept" if accepted else "reject"
                 spec = m.verify_time
-                seconds = spec if spec.__class__ is float else spec(clock)
+                seconds = spec if isinstance(spec, float) else spec(clock)
                 if llm_verify and not direct:
                     yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                 else:
