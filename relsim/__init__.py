@@ -33,7 +33,7 @@ _EXPORTS = {
     "evaluate": "relsim.exact",
     "simulate": "relsim.montecarlo",
     "simulate_timeline": "relsim.timeline",
-    "TimelineOutcome": "relsim.timeline",
+    "TimelineOutcome": "relsim.results",
     "Timing": "relsim.scenario_time",
     "Fleet": "relsim.scenario_time",
     "Resources": "relsim.scenario_time",
