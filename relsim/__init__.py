@@ -35,7 +35,7 @@ _EXPORTS = {
     "evaluate": "relsim.exact",
     "simulate": "relsim.montecarlo",
     "simulate_timeline": "relsim.timeline",
-    "TimelineOutcome": "relsim.timeline",
+    "TimelineOutcome": "relsim.results",
     "Timing": "relsim.scenario",
     "Fleet": "relsim.scenario",
     "Resources": "relsim.scenario",

@@ -101,11 +101,12 @@ class WorkEstimate:
         """``{"seconds", "memory", "detail"}`` (JSON-ready through ``relsim.results.jsonable``)."""
         return {"seconds": self.seconds, "memory": self.memory, "detail": self.detail}
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row with the columns of ``to_dict``, as a pandas DataFrame."""
-        import pandas as pd
+    def to_frame(self) -> "pd.DataFrame":
+        """One row with the columns of ``to_dict``, as a pandas DataFrame
+        (:func:`relsim.results.one_row`)."""
+        from relsim.results import one_row
 
-        return pd.DataFrame([self.to_dict()])
+        return one_row(self.to_dict())
 
     def check(self, key: str, advice: str) -> "WorkEstimate":
         """Raise a ``RelsimError`` when over a limit; return ``self`` otherwise.

@@ -1,10 +1,54 @@
-"""The result types shared by the engines.
+r"""The result types shared by the engines, how trials become estimates, and how results
+become tables.
 
+Outcomes
+--------
 :class:`Outcome` is what every engine reports: the six outcome keys of docs/model.md section 3
 (the exact engine returns it as it is). :class:`SimulatedOutcome` is an ``Outcome`` estimated
-by Monte Carlo: it adds standard errors, 95% intervals, percentiles, the number of trials and
-the seed. The ``method`` key of ``to_dict()`` comes from the type (``"exact"`` or
-``"montecarlo"``).
+from simulated trials (Monte Carlo): it adds standard errors, 95% intervals, percentiles, the
+number of trials and the seed. :class:`TimelineOutcome` is the ``SimulatedOutcome`` of the
+timeline engine, with the time quantities of section 7 (``timeout``, ``infra_failure``,
+``duration``, ``wait``, ``utilisation``, ``makespan``, the rates per hour). The ``method`` key
+of ``to_dict()`` comes from the type (``"exact"``, ``"montecarlo"``, ``"timeline"``).
+
+From trials to estimates
+------------------------
+Both stochastic engines add their trials up into a :class:`Tally` (the count of each outcome,
+the mean and variance of each per-trial quantity, the covariance of cost and success), and
+:func:`estimate` turns it into point estimates, standard errors and 95% intervals, so that a
+tally gives the same numbers whichever engine drew it:
+
+* a share :math:`\hat p = k/N`: the binomial standard error :math:`\sqrt{\hat p(1-\hat p)/N}`
+  and the Wilson interval (:func:`relsim.intervals.wilson`);
+* a mean: the standard error :math:`s/\sqrt N` (``s`` the sample standard deviation) and the
+  normal interval;
+* cost per success :math:`\hat R = \bar C / \hat p_S`: the delta-method standard error
+  :math:`\sqrt{\widehat{\mathrm{Var}}(C - \hat R S)/N} / \hat p_S` (``C`` a trial's cost,
+  ``S`` its success indicator) and the normal interval. When no trial succeeded,
+  :math:`\hat R`, its standard error and both ends of its interval are infinite.
+
+It lives here rather than in :mod:`relsim.intervals` because it speaks the outcome keys:
+``intervals`` keeps the formulas of one quantity each (used by ``evalstats`` too), and this
+module says which formula each reported key gets.
+
+Tables: one flattening convention
+---------------------------------
+Every result of relsim (outcomes, plans, trial analyses and comparisons) has ``to_dict()``,
+JSON-ready (infinities and NaN become ``None``: JSON has neither), and ``to_frame()``, one
+pandas row (:func:`one_row`) whose columns are :func:`flatten` of the same record before it
+was made JSON-ready; a sweep's row is such a row too (:meth:`Outcome.to_row`). :func:`flatten`
+
+* joins the keys of nested mappings with ``_``: ``{"duration": {"p90": x}}`` gives the column
+  ``duration_p90``, ``{"details": {"false_reject": {"feasible": b}}}`` gives
+  ``details_false_reject_feasible``;
+* splits an interval, a ``(low, high)`` pair under a key ``ci``, ``<name>_ci`` or
+  ``ci_<name>``, into ``<key>_low`` and ``<key>_high`` (``success_ci_low``);
+* turns ``None`` (nothing to report, such as the utilisation of an unlimited resource) into
+  NaN, so that a column of numbers stays numeric; infinities and NaN stay as they are;
+* makes numpy scalars Python scalars and keeps any other value (text, a flag, a list such as
+  an allocation's budgets) as one cell.
+
+Rows of several results of one kind then stack with ``pandas.concat``.
 """
 
 from __future__ import annotations
@@ -12,6 +56,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from relsim.intervals import binomial_se, normal_interval, wilson
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -26,7 +72,15 @@ OUTCOME_KEYS = (
     "cost_per_success",
 )
 
+#: The shares the timeline engine reports (they sum to 1): section 3's three, then the two
+#: that only time brings.
+TIMELINE_PROPORTIONS = ("success", "silent_failure", "detected_failure", "timeout", "infra_failure")
 
+#: Columns of the timeline's event log (``TimelineOutcome.events``, ``relsim timeline --events``).
+EVENT_COLUMNS = ("trial", "time", "kind", "step", "attempt", "resource", "outcome")
+
+
+# ------------------------------------------------------------------------------ outcomes
 @dataclass(frozen=True)
 class Outcome:
     """What one scenario leads to: the split of trial outcomes, attempts and cost.
@@ -42,8 +96,8 @@ class Outcome:
     cost_per_success : float
         ``expected_cost / success`` (a property); infinite when success is 0.
     method : str
-        ``"exact"`` for this type, ``"montecarlo"`` for :class:`SimulatedOutcome` (a class
-        attribute, not a field).
+        ``"exact"`` for this type, ``"montecarlo"`` for :class:`SimulatedOutcome`,
+        ``"timeline"`` for :class:`TimelineOutcome` (a class attribute, not a field).
 
     Examples
     --------
@@ -59,6 +113,8 @@ class Outcome:
     expected_cost: float
 
     method: ClassVar[str] = "exact"
+    #: The estimated keys, in the order ``to_dict`` reports them.
+    _KEYS: ClassVar[tuple[str, ...]] = OUTCOME_KEYS
 
     @property
     def cost_per_success(self) -> float:
@@ -70,33 +126,40 @@ class Outcome:
 
         Infinite values become ``None`` (JSON has no infinity).
         """
+        return jsonable(self._record())
+
+    def to_row(self) -> dict[str, Any]:
+        """The columns of :meth:`to_frame` as a dict (see the module docstring), without
+        pandas: what a sweep keeps of a point. Infinities stay infinite, None becomes NaN."""
+        return flatten(self._record())
+
+    def to_frame(self) -> "pd.DataFrame":
+        """A one-row pandas DataFrame of :meth:`to_dict`'s fields, flattened as the module
+        docstring says (``success_ci_low``, ``percentiles_cost_p90``, ``duration_p90``)."""
+        return one_row(self._record())
+
+    def _record(self) -> dict[str, Any]:
+        """The fields of :meth:`to_dict`, in its order, infinities as they are."""
         out: dict[str, Any] = {}
-        for key in OUTCOME_KEYS:
-            out[key] = _finite_or_none(getattr(self, key))
+        for key in self._KEYS:
+            out[key] = _number(getattr(self, key))
             out.update(self._estimate_items(key))
+        out.update(self._figure_items())
         out["method"] = self.method
+        out.update(self._run_items())
         return out
 
     def _estimate_items(self, key: str) -> dict[str, Any]:
-        """What a subclass reports next to ``key`` in :meth:`to_dict` (nothing here)."""
+        """What a subclass reports next to ``key`` (nothing here)."""
         return {}
 
-    def to_frame(self) -> "pd.DataFrame":
-        """A one-row pandas DataFrame of :meth:`to_dict` (intervals split into low/high,
-        percentiles into ``<quantity>_<pNN>`` columns)."""
-        import pandas as pd
+    def _figure_items(self) -> dict[str, Any]:
+        """What a subclass reports after the estimated keys, before ``method`` (nothing here)."""
+        return {}
 
-        row: dict[str, Any] = {}
-        for key, value in self.to_dict().items():
-            if key == "percentiles":
-                for quantity, table in value.items():
-                    for name, number in table.items():
-                        row[f"{quantity}_{name}"] = number
-            elif isinstance(value, list):
-                row[f"{key}_low"], row[f"{key}_high"] = value
-            else:
-                row[key] = value
-        return pd.DataFrame([row])
+    def _run_items(self) -> dict[str, Any]:
+        """What a subclass reports after ``method`` (nothing here)."""
+        return {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +169,7 @@ class SimulatedOutcome(Outcome):
     Attributes
     ----------
     standard_errors : mapping of str to float
-        The standard error of each of the six outcome keys.
+        The standard error of each of the six outcome keys (see :func:`estimate`).
     intervals : mapping of str to (float, float)
         A 95% interval for each of the six outcome keys.
     percentiles : mapping of str to mapping of str to float
@@ -146,21 +209,119 @@ class SimulatedOutcome(Outcome):
 
         Infinite values become ``None`` (JSON has no infinity).
         """
-        out = super().to_dict()
-        if self.percentiles:
-            out["percentiles"] = {k: dict(v) for k, v in self.percentiles.items()}
-        out["trials"] = self.trials
-        out["seed"] = self.seed
-        out["partial"] = self.partial
-        return out
+        return super().to_dict()
 
     def _estimate_items(self, key: str) -> dict[str, Any]:
         items: dict[str, Any] = {}
         if key in self.standard_errors:
-            items[f"{key}_se"] = _finite_or_none(self.standard_errors[key])
+            items[f"{key}_se"] = _number(self.standard_errors[key])
         if key in self.intervals:
             low, high = self.intervals[key]
-            items[f"{key}_ci"] = [_finite_or_none(low), _finite_or_none(high)]
+            items[f"{key}_ci"] = [_number(low), _number(high)]
+        return items
+
+    def _run_items(self) -> dict[str, Any]:
+        items: dict[str, Any] = {}
+        if self.percentiles:
+            items["percentiles"] = {k: dict(v) for k, v in self.percentiles.items()}
+        items["trials"] = self.trials
+        items["seed"] = self.seed
+        items["partial"] = self.partial
+        return items
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimelineOutcome(SimulatedOutcome):
+    """What a fleet of trials of one scenario does in time (docs/model.md section 7).
+
+    A :class:`SimulatedOutcome` (its estimates from :func:`estimate`, as Monte Carlo's) with
+    two more shares and the time quantities.
+
+    Attributes
+    ----------
+    success, silent_failure, detected_failure, timeout, infra_failure : float
+        Shares of the trials run that ended each way (they sum to 1).
+    expected_attempts, expected_cost : float
+        Mean attempts and cost per trial; a trial stopped by its deadline or a crash counts
+        what it had spent by then.
+    standard_errors : mapping of str to float
+        ``<key>`` -> standard error: binomial for the shares, ``s / sqrt(N)`` for the means
+        (``duration`` is the mean duration's), delta method for ``cost_per_success``
+        (infinite when no trial succeeded).
+    intervals : mapping of str to (float, float)
+        95% intervals: Wilson for the shares, normal for the means and cost per success.
+    percentiles : mapping
+        Empty: the timeline's percentiles are those of :attr:`duration`.
+    duration : mapping of str to float
+        ``mean``, ``p50``, ``p90``, ``p99`` of arrival-to-end seconds over all trials.
+    wait : mapping of str to float
+        Mean seconds per trial spent waiting for ``agents``, ``rate_limit``, ``llm`` and
+        ``reviewers``.
+    utilisation : mapping of str to float or None
+        ``agents``, ``llm``, ``reviewers``: busy capacity-seconds / (capacity x makespan);
+        None when the resource is unlimited or unused.
+    makespan : float
+        Seconds from the first arrival to the last end.
+    throughput_per_hour, successes_per_hour : float or None
+        Trials ended (successes) x 3600 / makespan; None when the makespan is 0.
+    trials, seed : int
+        Trials run and the seed that drew them.
+    partial : bool
+        True when the run was interrupted and reports the trials that had ended.
+    events : pandas.DataFrame or None
+        With ``record=K``: every event of the first K trials, columns :data:`EVENT_COLUMNS`
+        (not compared, not in ``to_dict``).
+    simpy_events : int
+        simpy events the run processed (the benchmarks' unit of work; not compared).
+    method : str
+        ``"timeline"`` (a class attribute).
+
+    Examples
+    --------
+    >>> out = TimelineOutcome(0.5, 0.5, 0.0, 2.0, 2.0, timeout=0.0, infra_failure=0.0,
+    ...                       standard_errors={}, intervals={}, trials=2, seed=1,
+    ...                       duration={"mean": 20.0})
+    >>> d = out.to_dict()
+    >>> d["method"], d["timeout"], d["duration"], isinstance(out, SimulatedOutcome)
+    ('timeline', 0.0, {'mean': 20.0}, True)
+    >>> out.to_row()["duration_mean"]
+    20.0
+    """
+
+    timeout: float
+    infra_failure: float
+    percentiles: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    duration: Mapping[str, float] = field(default_factory=dict)
+    wait: Mapping[str, float] = field(default_factory=dict)
+    utilisation: Mapping[str, float | None] = field(default_factory=dict)
+    makespan: float = 0.0
+    throughput_per_hour: float | None = None
+    successes_per_hour: float | None = None
+    events: "pd.DataFrame | None" = field(default=None, compare=False, repr=False)
+    simpy_events: int = field(default=0, compare=False)
+
+    method: ClassVar[str] = "timeline"
+    _KEYS: ClassVar[tuple[str, ...]] = (*TIMELINE_PROPORTIONS, *OUTCOME_KEYS[3:])
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with the keys of docs/model.md section 7: each share and mean
+        followed by ``<key>_se`` and ``<key>_ci``, then ``duration``, ``duration_se``,
+        ``wait``, ``utilisation``, ``makespan``, ``throughput_per_hour``,
+        ``successes_per_hour``, ``method``, ``trials``, ``seed`` and ``partial``.
+
+        Infinite values become ``None`` (JSON has no infinity).
+        """
+        return super().to_dict()
+
+    def _figure_items(self) -> dict[str, Any]:
+        items: dict[str, Any] = {"duration": dict(self.duration)}
+        if "duration" in self.standard_errors:
+            items["duration_se"] = _number(self.standard_errors["duration"])
+        items["wait"] = dict(self.wait)
+        items["utilisation"] = dict(self.utilisation)
+        items["makespan"] = self.makespan
+        items["throughput_per_hour"] = self.throughput_per_hour
+        items["successes_per_hour"] = self.successes_per_hour
         return items
 
 
@@ -174,6 +335,164 @@ def cost_per_success(expected_cost: float, success: float) -> float:
     return expected_cost / success
 
 
+# ------------------------------------------------------------------------------ estimates
+@dataclass(frozen=True)
+class Tally:
+    """What an engine's trials add up to: the input of :func:`estimate`.
+
+    Attributes
+    ----------
+    trials : int
+        The trials counted, ``>= 1``.
+    counts : mapping of str to int
+        Trials that ended each way, keyed by share (``success`` among them), in the order
+        they are reported.
+    means : mapping of str to (float, float)
+        Per-trial quantity (``expected_attempts``, ``expected_cost``, ...) -> its mean and
+        its population variance (divided by ``trials``). ``expected_cost`` is needed.
+    cov_cost_success : float
+        The population covariance of a trial's cost and its success indicator.
+    cost_unit : float
+        The power of two the costs above are given in (costs near the float range overflow
+        when squared): :func:`estimate` multiplies the cost estimates back by it last, so
+        that they come out infinite past the float range instead of overflowing half-way.
+    """
+
+    trials: int
+    counts: Mapping[str, int]
+    means: Mapping[str, tuple[float, float]]
+    cov_cost_success: float
+    cost_unit: float = 1.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What :func:`estimate` makes of a :class:`Tally`: for every share, every mean and
+    ``cost_per_success``, its value, standard error and 95% interval."""
+
+    values: dict[str, float]
+    standard_errors: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+
+
+def estimate(tally: Tally) -> Estimate:
+    r"""Point estimates, standard errors and 95% intervals of a tally of trials.
+
+    The one tally-to-estimate rule of both stochastic engines (see the module docstring): the
+    shares get binomial standard errors and Wilson intervals, the means :math:`s/\sqrt N`
+    (NaN with one trial) and normal intervals, cost per success
+    :math:`\hat R = \bar C/\hat p_S` the delta-method standard error, with
+
+    .. math::
+
+        \widehat{\mathrm{Var}}(C - \hat R S) = \frac{N}{N-1}\Bigl(\mathrm{Var}(C)
+        - 2\hat R\,\mathrm{Cov}(C, S) + \hat R^2\,\hat p_S(1-\hat p_S)\Bigr),
+
+    and a normal interval; infinite estimate, standard error and interval when no trial
+    succeeded. The cost estimates are multiplied by ``tally.cost_unit`` last.
+
+    Examples
+    --------
+    Four trials, two successes, each costing 2 (a failure costs 2 as well):
+
+    >>> tally = Tally(4, {"success": 2, "silent_failure": 2},
+    ...               {"expected_attempts": (2.0, 0.0), "expected_cost": (2.0, 0.0)}, 0.0)
+    >>> e = estimate(tally)
+    >>> e.values["cost_per_success"], e.standard_errors["success"]
+    (4.0, 0.25)
+    >>> estimate(Tally(4, {"success": 0}, {"expected_cost": (2.0, 0.0)}, 0.0)).intervals[
+    ...     "cost_per_success"]
+    (inf, inf)
+    """
+    n = tally.trials
+    sample = n / (n - 1) if n > 1 else math.nan  # population -> sample variance
+    values: dict[str, float] = {}
+    se: dict[str, float] = {}
+    intervals: dict[str, tuple[float, float]] = {}
+    for key, count in tally.counts.items():
+        values[key] = count / n
+        se[key] = binomial_se(count, n)
+        intervals[key] = wilson(count, n)
+    for key, (mean, variance) in tally.means.items():
+        values[key] = mean
+        se[key] = math.sqrt(variance * sample / n)
+        intervals[key] = normal_interval(mean, se[key])
+    n_success = tally.counts["success"]
+    mean_cost, var_cost = tally.means["expected_cost"]
+    if n_success > 0:
+        success = n_success / n
+        ratio = mean_cost / success
+        # Var(C - R S) = Var(C) - 2 R Cov(C, S) + R^2 Var(S)
+        spread = (
+            var_cost
+            - 2.0 * ratio * tally.cov_cost_success
+            + ratio * ratio * success * (1.0 - success)
+        )
+        if not math.isnan(spread):  # NaN: a cost beyond the float range, left undefined
+            spread = max(0.0, spread)  # rounding can take a spread of 0 below it
+        values["cost_per_success"] = ratio
+        se["cost_per_success"] = math.sqrt(spread * sample / n) / success
+        intervals["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
+    else:
+        values["cost_per_success"] = math.inf
+        se["cost_per_success"] = math.inf
+        intervals["cost_per_success"] = (math.inf, math.inf)
+    unit = tally.cost_unit
+    for key in ("expected_cost", "cost_per_success"):  # x * 1.0 is x: exact when unit is 1
+        values[key] = float(values[key]) * unit
+        se[key] = float(se[key]) * unit
+        low, high = intervals[key]
+        intervals[key] = (float(low) * unit, float(high) * unit)
+    return Estimate(values, se, intervals)
+
+
+# ------------------------------------------------------------------------------ tables
+def flatten(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's record as one table row: the one flattening convention of relsim.
+
+    Nested keys joined with ``_``, intervals (a pair under ``ci``, ``<name>_ci`` or
+    ``ci_<name>``) split into ``<key>_low`` and ``<key>_high``, None as NaN, numpy scalars
+    as Python ones, anything else one cell (see the module docstring).
+
+    Examples
+    --------
+    >>> flatten({"success_ci": (0.25, 0.75), "duration": {"p90": 3.0},
+    ...          "value": [1, 2], "reason": None})
+    {'success_ci_low': 0.25, 'success_ci_high': 0.75, 'duration_p90': 3.0, 'value': [1, 2], 'reason': nan}
+    """
+    row: dict[str, Any] = {}
+    _flatten_into(row, "", record)
+    return row
+
+
+def one_row(record: Mapping[str, Any]) -> "pd.DataFrame":
+    """A one-row pandas DataFrame of :func:`flatten` ``(record)``: every ``to_frame``."""
+    import pandas as pd
+
+    return pd.DataFrame([flatten(record)])
+
+
+def _flatten_into(row: dict[str, Any], prefix: str, mapping: Mapping[Any, Any]) -> None:
+    for key, value in mapping.items():
+        name = f"{prefix}_{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            _flatten_into(row, name, value)
+        elif _is_interval(str(key), value):
+            _flatten_into(row, name, {"low": value[0], "high": value[1]})
+        elif value is None:
+            row[name] = math.nan
+        elif type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+            row[name] = value.item()
+        else:
+            row[name] = value
+
+
+def _is_interval(key: str, value: Any) -> bool:
+    named = key == "ci" or key.endswith("_ci") or key.startswith("ci_")
+    return named and isinstance(value, (list, tuple)) and len(value) == 2
+
+
+# ------------------------------------------------------------------------------ JSON
 def jsonable(value: Any) -> Any:
     """``value`` made JSON-ready: the one JSON helper of relsim.
 
@@ -198,6 +517,6 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def _finite_or_none(value: float | None) -> float | None:
-    """One number for JSON: ``None`` when missing or not finite (see :func:`jsonable`)."""
-    return jsonable(None if value is None else float(value))
+def _number(value: float | None) -> float | None:
+    """One reported number as a Python float (None stays None: nothing to report)."""
+    return None if value is None else float(value)

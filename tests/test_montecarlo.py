@@ -638,7 +638,7 @@ def test_simulate_returns_a_simulated_outcome_and_evaluate_a_plain_one():
     assert keys[:3] == ["success", "success_se", "success_ci"]
     assert keys[-5:] == ["method", "percentiles", "trials", "seed", "partial"]
     assert len(simulated.to_frame()) == len(exact.to_frame()) == 1
-    assert simulated.to_frame()["cost_p99"].iloc[0] == simulated.percentiles["cost"]["p99"]
+    assert simulated.to_frame()["percentiles_cost_p99"].iloc[0] == simulated.percentiles["cost"]["p99"]
 
 
 # ------------------------------------------------------------------------------ numba's cache

@@ -1040,7 +1040,7 @@ def test_plan_to_frame_is_one_row_of_to_dict():
     data = feasible.to_dict()
     assert frame.shape[0] == 1
     assert frame.loc[0, "value"] == data["value"] and frame.loc[0, "for"] == "verifier"
-    assert frame.loc[0, "details.false_reject.feasible"] == data["details"]["false_reject"][
+    assert frame.loc[0, "details_false_reject_feasible"] == data["details"]["false_reject"][
         "feasible"
     ]
     infeasible = planner.retries(scenario(steps=25, p=0.9, verifier={"miss": 0.1}), 0.95)

@@ -1,18 +1,14 @@
-"""What every part of ``relsim.evalstats`` shares: its error and warning, argument checks,
-and the one-row frame of a result."""
+"""What every part of ``relsim.evalstats`` shares: its error and warning, and argument checks
+(a result's one-row frame is :func:`relsim.results.one_row`, shared with every result)."""
 
 from __future__ import annotations
 
-import math
 import numbers
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from relsim.errors import RelsimError, invalid
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
 
 class TrialDataError(RelsimError):
@@ -40,26 +36,3 @@ def is_count(value: Any) -> bool:
 def check_confidence(confidence: float) -> None:
     if not (is_real(confidence) and 0.0 < confidence < 1.0):
         raise invalid("confidence", "in (0, 1)", confidence)
-
-
-def one_row(record: Mapping[str, Any]) -> "pd.DataFrame":
-    """A one-row DataFrame of a result's fields: nested keys joined by ``_``, ``[low, high]``
-    pairs split into ``<key>_low`` and ``<key>_high``, undefined numbers (None) as NaN."""
-    import pandas as pd
-
-    row: dict[str, Any] = {}
-
-    def add(prefix: str, value: Any) -> None:
-        if isinstance(value, Mapping):
-            for key, inner in value.items():
-                add(f"{prefix}_{key}" if prefix else str(key), inner)
-        elif isinstance(value, (list, tuple)) and len(value) == 2:
-            add(f"{prefix}_low", value[0])
-            add(f"{prefix}_high", value[1])
-        elif value is None:
-            row[prefix] = math.nan
-        else:
-            row[prefix] = value.item() if isinstance(value, np.generic) else value
-
-    add("", record)
-    return pd.DataFrame([row])

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Iterable, cast
 import numpy as np
 
 from relsim.errors import invalid
-from relsim.evalstats._common import TrialDataWarning, is_real, one_row
+from relsim.evalstats._common import TrialDataWarning, is_real
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES
 from relsim.evalstats.estimators import check_ks, counts, pass_k_table, per_task, task_values
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
 from relsim.evalstats.readers import load_trials
-from relsim.results import jsonable
+from relsim.results import jsonable, one_row
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -193,7 +193,8 @@ class TrialAnalysis:
 
     def to_frame(self) -> pd.DataFrame:
         """A one-row DataFrame of :meth:`to_dict`'s fields but the per-task list, so analyses
-        of several evals concatenate: nested keys joined by ``_`` (``success_mean``,
+        of several evals concatenate, flattened as every result is
+        (:func:`relsim.results.flatten`): nested keys joined by ``_`` (``success_mean``,
         ``pass_at_k_3_ci_low``, ``metrics_steps_mean``, ``steps_plan_retries``), intervals
         split into ``_low`` and ``_high``; undefined numbers are NaN and a cost per success
         without any success is infinite. The per-task and per-k tables are :attr:`per_task`

@@ -36,10 +36,10 @@ import numpy as np
 
 from relsim import intervals
 from relsim.errors import RelsimError, invalid
-from relsim.evalstats._common import TrialDataWarning, check_confidence, one_row
+from relsim.evalstats._common import TrialDataWarning, check_confidence
 from relsim.evalstats.estimators import check_ks, counts, per_task, task_values
 from relsim.evalstats.readers import load_trials
-from relsim.results import jsonable
+from relsim.results import jsonable, one_row
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -116,9 +116,9 @@ class Comparison:
         return jsonable(self._record())
 
     def to_frame(self) -> pd.DataFrame:
-        """A one-row DataFrame of :meth:`to_dict`'s fields (``ci`` split into ``ci_low`` and
-        ``ci_high``; ``quantities_<name>_<field>``). The per-task differences are
-        :attr:`per_task`."""
+        """A one-row DataFrame of :meth:`to_dict`'s fields, flattened as every result is
+        (:func:`relsim.results.flatten`: ``ci`` split into ``ci_low`` and ``ci_high``;
+        ``quantities_<name>_<field>``). The per-task differences are :attr:`per_task`."""
         return one_row(self._record())
 
 

@@ -4,23 +4,23 @@ Private. A tally is immutable: ``add`` returns a new one, so a Ctrl-C between tw
 one or the other. Results are added in block order, so every float sum is the same whatever
 the threads and chunks.
 
-The proportions are outcome frequencies with binomial standard errors and Wilson 95%
-intervals; the means have standard error :math:`s/\sqrt N` and normal intervals; the ratio
-:math:`\hat R = \bar C / \hat p_S` has the delta-method standard error
-:math:`\sqrt{\widehat{\mathrm{Var}}(C - \hat R S)/N} / \hat p_S` (see ``simulate``).
+A tally's counts and moments become estimates through :func:`relsim.results.estimate`, the
+one rule of both stochastic engines: the proportions are outcome frequencies with binomial
+standard errors and Wilson 95% intervals; the means have standard error :math:`s/\sqrt N` and
+normal intervals; the ratio :math:`\hat R = \bar C / \hat p_S` has the delta-method
+standard error :math:`\sqrt{\widehat{\mathrm{Var}}(C - \hat R S)/N} / \hat p_S` (see
+``simulate``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
-from relsim.intervals import binomial_se, normal_interval, wilson
-from relsim.montecarlo._layout import BlockSums, Histogram
-from relsim.results import SimulatedOutcome
+from relsim.montecarlo._layout import OUTCOME_NAMES, BlockSums, Histogram
+from relsim.results import SimulatedOutcome, Tally, estimate
 
 _PERCENTS = (50, 90, 99)
 
@@ -171,67 +171,51 @@ def simulated_outcome(
     trajectories: Any,
     cost_unit: float = 1.0,
 ) -> SimulatedOutcome:
-    """Point estimates, standard errors and 95% intervals (see the module docstring).
+    """Point estimates, standard errors and 95% intervals (:func:`relsim.results.estimate`,
+    the one rule of both stochastic engines).
 
     The cost estimates are computed in ``cost_unit`` (the kernels' unit, a power of two) and
     multiplied back last, so that a cost beyond the float range comes out infinite (Python
     floats: no exception, no warning) instead of overflowing half-way.
     """
     e = estimates
-    n = e.trials
-    n_success, n_silent, n_detected = e.by_outcome
-    success = n_success / n
-    sample = n / (n - 1) if n > 1 else math.nan  # population -> sample variance
-    se = {
-        "success": binomial_se(n_success, n),
-        "silent_failure": binomial_se(n_silent, n),
-        "detected_failure": binomial_se(n_detected, n),
-        "expected_attempts": math.sqrt(e.var_attempts * sample / n),
-        "expected_cost": math.sqrt(e.var_cost * sample / n),
-    }
-    intervals = {
-        "success": wilson(n_success, n),
-        "silent_failure": wilson(n_silent, n),
-        "detected_failure": wilson(n_detected, n),
-        "expected_attempts": normal_interval(e.mean_attempts, se["expected_attempts"]),
-        "expected_cost": normal_interval(e.mean_cost, se["expected_cost"]),
-    }
-    if n_success > 0:
-        ratio = e.mean_cost / success
-        # Var(C - R S) = Var(C) - 2 R Cov(C, S) + R^2 Var(S)
-        spread = (
-            e.var_cost
-            - 2.0 * ratio * e.cov_cost_success
-            + ratio * ratio * success * (1.0 - success)
-        )
-        se["cost_per_success"] = math.sqrt(max(0.0, spread) * sample / n) / success
-        intervals["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
-    else:
-        se["cost_per_success"] = math.inf
-        intervals["cost_per_success"] = (math.inf, math.inf)
+    result = estimate(_as_tally(e, cost_unit))
+    values = result.values
     percentiles = e.percentiles
     if cost_unit != 1.0:
-        for key in ("expected_cost", "cost_per_success"):
-            se[key] = _in_unit(se[key], cost_unit)
-            low, high = intervals[key]
-            intervals[key] = (_in_unit(low, cost_unit), _in_unit(high, cost_unit))
         percentiles = {
             **percentiles,
             "cost": {q: _in_unit(v, cost_unit) for q, v in percentiles["cost"].items()},
         }
     return SimulatedOutcome(
-        success=success,
-        silent_failure=n_silent / n,
-        detected_failure=n_detected / n,
-        expected_attempts=e.mean_attempts,
-        expected_cost=_in_unit(e.mean_cost, cost_unit),
-        standard_errors=se,
-        intervals=intervals,
+        success=values["success"],
+        silent_failure=values["silent_failure"],
+        detected_failure=values["detected_failure"],
+        expected_attempts=values["expected_attempts"],
+        expected_cost=values["expected_cost"],
+        standard_errors=result.standard_errors,
+        intervals=result.intervals,
         percentiles=percentiles,
-        trials=n,
+        trials=e.trials,
         seed=seed,
         partial=partial,
         trajectories=trajectories,
+    )
+
+
+def _as_tally(estimates: Estimates, cost_unit: float) -> Tally:
+    """The counts and moments of :class:`Estimates` as :func:`relsim.results.estimate` takes
+    them (costs in the kernels' unit)."""
+    e = estimates
+    return Tally(
+        trials=e.trials,
+        counts=dict(zip(OUTCOME_NAMES, e.by_outcome)),
+        means={
+            "expected_attempts": (e.mean_attempts, e.var_attempts),
+            "expected_cost": (e.mean_cost, e.var_cost),
+        },
+        cov_cost_success=e.cov_cost_success,
+        cost_unit=cost_unit,
     )
 
 

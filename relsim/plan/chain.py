@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from relsim import formulas
 from relsim.plan import diagnosis
-from relsim.results import jsonable
+from relsim.results import jsonable, one_row
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -117,10 +117,9 @@ class ChainPlan:
         return jsonable(asdict(self))
 
     def to_frame(self) -> "pd.DataFrame":
-        """A one-row pandas DataFrame of :meth:`to_dict`."""
-        import pandas as pd
-
-        return pd.DataFrame([self.to_dict()])
+        """A one-row pandas DataFrame of :meth:`to_dict`'s fields (None as NaN, as every
+        result's frame: :func:`relsim.results.flatten`)."""
+        return one_row(asdict(self))
 
 
 def plan_chain(

@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from relsim.results import cost_per_success, jsonable
+from relsim.results import cost_per_success, jsonable, one_row
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -72,6 +72,18 @@ class Plan:
         ``feasible``, ``target``; ``ceiling``, ``binding`` and ``reason`` when infeasible;
         ``details`` when there are any (a copy: the planners fill them with plain Python
         values). Infinities become None (:func:`relsim.results.jsonable`)."""
+        return jsonable(self._record())
+
+    def to_frame(self) -> "pd.DataFrame":
+        """A one-row pandas DataFrame of :meth:`to_dict`'s fields, flattened as every result
+        is (:func:`relsim.results.flatten`): a budget list for ``allocation`` stays one cell
+        (a list), ``details`` become ``details_<key>`` columns (nested mappings
+        ``details_<key>_<name>``), an infinite cost per success stays infinite and None is
+        NaN."""
+        return one_row(self._record())
+
+    def _record(self) -> dict[str, Any]:
+        """The fields of :meth:`to_dict`, infinities as they are."""
         value = list(self.value) if isinstance(self.value, tuple) else self.value
         out: dict[str, Any] = {
             "for": self.for_,
@@ -88,29 +100,4 @@ class Plan:
             out["reason"] = self.reason
         if self.details:
             out["details"] = copy.deepcopy(dict(self.details))
-        return jsonable(out)
-
-    def to_frame(self) -> "pd.DataFrame":
-        """A one-row pandas DataFrame of :meth:`to_dict`: a budget list for ``allocation``
-        stays one cell (a list), ``details`` become ``details.<key>`` columns (nested
-        mappings ``details.<key>.<name>``)."""
-        import pandas as pd
-
-        row: dict[str, Any] = {}
-        for key, value in self.to_dict().items():
-            if key == "details":
-                row.update(_flatten(value, "details"))
-            else:
-                row[key] = value
-        return pd.DataFrame([row])
-
-
-def _flatten(mapping: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in mapping.items():
-        name = f"{prefix}.{key}"
-        if isinstance(value, Mapping):
-            out.update(_flatten(value, name))
-        else:
-            out[name] = value
-    return out
+        return out

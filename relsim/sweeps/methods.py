@@ -2,7 +2,9 @@
 
 An entry names the engine's runner, whether it draws trials (then each point gets its own seed
 and the row its standard errors), whether its points are cheap enough to batch many per task,
-and the outcome columns it reports. Adding an engine is one entry here.
+and the outcome columns it reports. A point's columns are those of its outcome's
+``to_frame()`` (:meth:`relsim.results.Outcome.to_row`, the one flattening of every result):
+a sweep picks them, it does not flatten. Adding an engine is one entry here.
 
 The runners are module-level functions so that dask ships them to workers by name.
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
 from relsim.errors import RelsimError, invalid
-from relsim.results import OUTCOME_KEYS
+from relsim.results import OUTCOME_KEYS, Outcome
 
 __all__ = ["METHODS", "TIMELINE_ERRORS", "TIMELINE_KEYS", "Method", "method", "run_batch"]
 
@@ -30,9 +32,10 @@ class Method:
     name : str
         The grid's ``method`` value.
     run : callable
-        ``run(scenario, trials, seed) -> dict``: the point's outcome columns.
+        ``run(scenario, trials, seed) -> Outcome``: the point's outcome (any result with
+        ``to_row()``).
     keys : tuple of str
-        The outcome columns, in order.
+        The outcome columns, in order: columns of the outcome's ``to_frame()``.
     stochastic : bool
         Draws trials: needs ``trials`` and ``seed``; rows get standard errors and ``seed``.
     cheap : bool
@@ -44,7 +47,7 @@ class Method:
     """
 
     name: str
-    run: Callable[[Any, int | None, int | None], dict[str, float]]
+    run: Callable[[Any, int | None, int | None], Outcome]
     keys: tuple[str, ...]
     stochastic: bool
     cheap: bool
@@ -59,24 +62,16 @@ class Method:
         errors = self.errors if self.errors is not None else tuple(f"{key}_se" for key in self.keys)
         return (*self.keys, *errors, "seed")
 
+    def row(self, outcome: Outcome) -> dict[str, float]:
+        """The point's columns but ``seed``, picked from ``outcome.to_row()`` (its
+        ``to_frame()`` columns, without pandas) as floats.
 
-def _exact(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
-    from relsim.exact import evaluate
-
-    outcome = evaluate(scenario)
-    return {key: float(getattr(outcome, key)) for key in OUTCOME_KEYS}
-
-
-def _simulate(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
-    from relsim.montecarlo import simulate
-
-    assert trials is not None  # Grid._check requires trials for a stochastic method
-    # One thread per point: a sweep's parallelism is across points (one per dask worker).
-    with _no_partial_warning():
-        outcome = _whole(simulate(scenario, trials, seed=seed, threads=1))
-    row = {key: float(getattr(outcome, key)) for key in OUTCOME_KEYS}
-    row.update({f"{key}_se": float(outcome.standard_errors[key]) for key in OUTCOME_KEYS})
-    return row
+        Undefined figures (no throughput when no time passed, the utilisation of an unlimited
+        resource) are NaN; an infinite cost per success (and its standard error) stays
+        infinite, as the engines report it.
+        """
+        flat = outcome.to_row()
+        return {key: float(flat[key]) for key in self.columns if key != "seed"}
 
 
 #: The timeline's scalar outputs (docs/model.md section 7), one column each.
@@ -84,7 +79,7 @@ _TIMELINE_SCALARS = (
     "success", "silent_failure", "detected_failure", "timeout", "infra_failure",
     "expected_attempts", "expected_cost", "cost_per_success",
 )
-#: Its tables of figures, flattened as ``TimelineOutcome.to_frame`` does: ``duration_p90``.
+#: Its tables of figures, as ``TimelineOutcome.to_frame`` flattens them: ``duration_p90``.
 _TIMELINE_TABLES = {
     "duration": ("mean", "p50", "p90", "p99"),
     "wait": ("agents", "rate_limit", "llm", "reviewers"),
@@ -102,24 +97,27 @@ TIMELINE_KEYS = (
 TIMELINE_ERRORS = (*(f"{key}_se" for key in _TIMELINE_SCALARS), "duration_se")
 
 
-def _timeline(scenario: Any, trials: int | None, seed: int | None) -> dict[str, float]:
+def _exact(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
+    from relsim.exact import evaluate
+
+    return evaluate(scenario)
+
+
+def _simulate(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
+    from relsim.montecarlo import simulate
+
+    assert trials is not None  # Grid._check requires trials for a stochastic method
+    # One thread per point: a sweep's parallelism is across points (one per dask worker).
+    with _no_partial_warning():
+        return _whole(simulate(scenario, trials, seed=seed, threads=1))
+
+
+def _timeline(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
     from relsim.timeline import simulate_timeline
 
     assert trials is not None  # Grid._check requires trials for a stochastic method
     with _no_partial_warning():
-        outcome = _whole(simulate_timeline(scenario, trials, seed=seed))
-    # Undefined figures (no throughput when no time passed, the utilisation of an unlimited
-    # resource, the error of cost per success without a success) are NaN in a column; an
-    # infinite cost per success stays infinite, as the exact engine reports it.
-    row = {key: _number(getattr(outcome, key)) for key in _TIMELINE_SCALARS}
-    for table, names in _TIMELINE_TABLES.items():
-        figures = getattr(outcome, table)
-        row.update({f"{table}_{name}": _number(figures.get(name)) for name in names})
-    row.update({key: _number(getattr(outcome, key)) for key in _TIMELINE_RATES})
-    errors = outcome.standard_errors
-    row.update({f"{key}_se": _number(errors.get(key)) for key in _TIMELINE_SCALARS})
-    row["duration_se"] = _number(errors.get("duration"))
-    return row
+        return _whole(simulate_timeline(scenario, trials, seed=seed))
 
 
 @contextlib.contextmanager
@@ -152,10 +150,6 @@ def _whole(outcome: _RunT) -> _RunT:
     return outcome
 
 
-def _number(value: Any) -> float:
-    return float("nan") if value is None else float(value)
-
-
 METHODS: Mapping[str, Method] = {
     "exact": Method("exact", _exact, OUTCOME_KEYS, stochastic=False, cheap=True),
     "simulate": Method("simulate", _simulate, OUTCOME_KEYS, stochastic=True, cheap=False),
@@ -179,7 +173,7 @@ def method(name: Any) -> Method:
 
 def run_batch(
     method_name: str, trials: int | None, points: list[tuple[int, Any, int | None]]
-) -> list[tuple[int, dict[str, float]]]:
+) -> list[tuple[int, dict[str, Any]]]:
     """Judge a batch of points: ``(index, scenario, seed)`` -> ``(index, columns)``.
 
     This is the unit of work a dask worker runs. To a worker the scenario travels as a plain
@@ -190,7 +184,7 @@ def run_batch(
     entry = METHODS[method_name]
     out = []
     for index, data, seed in points:
-        row = entry.run(as_scenario(data), trials, seed)
+        row: dict[str, Any] = entry.row(entry.run(as_scenario(data), trials, seed))
         if entry.stochastic:
             assert seed is not None  # Grid._check requires a seed for a stochastic method
             row["seed"] = seed

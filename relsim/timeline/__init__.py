@@ -3,12 +3,14 @@
 ``simulate_timeline(scenario, trials, seed)`` runs each trial as a simpy process with section
 3's draws and decisions and the time tables' waits between them (agent slots, LLM slots and
 reviewers as simpy resources; the rpm and tpm limits as token buckets; the deadline and the
-crash clock as interrupts), and returns a :class:`TimelineOutcome`.
+crash clock as interrupts), and returns a :class:`TimelineOutcome` (defined, with every result
+type, in :mod:`relsim.results`).
 """
 
 from __future__ import annotations
 
+from relsim.results import EVENT_COLUMNS, TimelineOutcome
+from relsim.results import TIMELINE_PROPORTIONS as PROPORTIONS
 from relsim.timeline._driver import CHUNK_TRIALS, simulate_timeline
-from relsim.timeline._result import EVENT_COLUMNS, PROPORTIONS, TimelineOutcome
 
 __all__ = ["CHUNK_TRIALS", "EVENT_COLUMNS", "PROPORTIONS", "TimelineOutcome", "simulate_timeline"]

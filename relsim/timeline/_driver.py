@@ -22,9 +22,8 @@ import numpy as np
 
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import invalid
-from relsim.intervals import binomial_se, normal_interval, wilson
+from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, as_scenario, time_model, trial_model
-from relsim.timeline._result import EVENT_COLUMNS, PROPORTIONS, TimelineOutcome, per_hour
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
     TIMEOUT,
@@ -66,7 +65,8 @@ def simulate_timeline(
 
     The shares are outcome frequencies with binomial standard errors
     :math:`\sqrt{\hat p(1-\hat p)/N}` and Wilson intervals; the means (attempts, cost,
-    duration) have :math:`s/\sqrt N`; cost per success the delta method (as ``simulate``).
+    duration) have :math:`s/\sqrt N`; cost per success the delta method, infinite when no
+    trial succeeded (one rule with ``simulate``: :func:`relsim.results.estimate`).
 
     Parameters
     ----------
@@ -357,28 +357,37 @@ class _Tally:
             self.last_end = end
         self.done += 1
 
+    def estimate(self) -> Estimate:
+        """The shares, means and cost per success of the trials that ended, with standard
+        errors and intervals: Monte Carlo's rule (:func:`relsim.results.estimate`)."""
+        ended = self.outcome_code >= 0
+        n = int(ended.sum())
+        codes = self.outcome_code[ended]
+        counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
+        cost = self.cost[ended]
+        unit = _cost_unit(cost)
+        if unit != 1.0:
+            cost = cost / unit  # exact: a power of two
+        succeeded = (codes == 0).astype(float)
+        return estimate(Tally(
+            trials=n,
+            counts={key: int(counts[i]) for i, key in enumerate(TIMELINE_PROPORTIONS)},
+            means={"expected_attempts": _moments(self.attempts[ended]),
+                   "expected_cost": _moments(cost),
+                   "duration": _moments(self.duration[ended])},
+            cov_cost_success=float(np.mean((cost - cost.mean()) * (succeeded - succeeded.mean()))),
+            cost_unit=unit,
+        ))
+
     def outcome(self, model: Model, seed: int | None, partial: bool, events: Any,
                 simpy_events: int) -> TimelineOutcome:
         ended = self.outcome_code >= 0
         n = int(ended.sum())
         if n == 0:
             raise KeyboardInterrupt  # interrupted before any trial ended: nothing to report
-        codes = self.outcome_code[ended]
-        counts = np.bincount(codes, minlength=len(PROPORTIONS))
-        shares = {key: counts[i] / n for i, key in enumerate(PROPORTIONS)}
-        se = {key: binomial_se(int(counts[i]), n) for i, key in enumerate(PROPORTIONS)}
-        ci = {key: wilson(int(counts[i]), n) for i, key in enumerate(PROPORTIONS)}
-        attempts, cost, duration = self.attempts[ended], self.cost[ended], self.duration[ended]
-        for key, values in (("expected_attempts", attempts), ("expected_cost", cost),
-                            ("duration", duration)):
-            se[key] = _mean_se(values)
-            ci[key] = normal_interval(float(values.mean()), se[key])
-        success = shares["success"]
-        ratio = float(cost.mean()) / success if success > 0 else math.inf
-        if success > 0 and n > 1:
-            residual = cost - ratio * (codes == 0)
-            se["cost_per_success"] = float(residual.std(ddof=1) / math.sqrt(n) / success)
-            ci["cost_per_success"] = normal_interval(ratio, se["cost_per_success"])
+        result = self.estimate()
+        values = result.values
+        duration = self.duration[ended]
         makespan = max(0.0, self.last_end - self.first_arrival)
         busy = {key: sum(f[key] for f in self.fleets) for key in ("agents", "llm", "reviewers")}
         capacity = {"agents": model.agents, "llm": model.llm_concurrency,
@@ -389,22 +398,22 @@ class _Tally:
         }
         quantiles = np.quantile(duration, [q / 100 for q in _PERCENTS], method="inverted_cdf")
         return TimelineOutcome(
-            success=float(shares["success"]),
-            silent_failure=float(shares["silent_failure"]),
-            detected_failure=float(shares["detected_failure"]),
-            timeout=float(shares["timeout"]),
-            infra_failure=float(shares["infra_failure"]),
-            expected_attempts=float(attempts.mean()),
-            expected_cost=float(cost.mean()),
-            standard_errors=se,
-            intervals=ci,
-            duration={"mean": float(duration.mean()),
+            success=values["success"],
+            silent_failure=values["silent_failure"],
+            detected_failure=values["detected_failure"],
+            timeout=values["timeout"],
+            infra_failure=values["infra_failure"],
+            expected_attempts=values["expected_attempts"],
+            expected_cost=values["expected_cost"],
+            standard_errors=result.standard_errors,
+            intervals=result.intervals,
+            duration={"mean": values["duration"],
                       **{f"p{q}": float(v) for q, v in zip(_PERCENTS, quantiles)}},
             wait={key: value / n for key, value in self.waits.items()},
             utilisation=utilisation,
             makespan=makespan,
-            throughput_per_hour=per_hour(n, makespan),
-            successes_per_hour=per_hour(int(counts[0]), makespan),
+            throughput_per_hour=_per_hour(n, makespan),
+            successes_per_hour=_per_hour(int(np.count_nonzero(self.outcome_code == 0)), makespan),
             trials=n,
             seed=seed,
             partial=partial,
@@ -413,7 +422,24 @@ class _Tally:
         )
 
 
-def _mean_se(values: np.ndarray) -> float:
-    if len(values) < 2:
-        return math.nan
-    return float(values.std(ddof=1) / math.sqrt(len(values)))
+def _moments(values: np.ndarray) -> tuple[float, float]:
+    """The mean and the population variance of per-trial values."""
+    return float(values.mean()), float(values.var())
+
+
+def _cost_unit(cost: np.ndarray) -> float:
+    """The power of two the trials' costs are summed in: 1 for costs of ordinary size (the
+    numbers are then exactly the plain sums'), else the one above the largest cost, so that
+    squares near the float range do not overflow (``relsim.limits.cost_unit``'s rule, on the
+    costs the trials spent)."""
+    largest = float(np.max(np.abs(cost), initial=0.0))
+    if largest == 0.0 or not math.isfinite(largest) or 2.0**-256 <= largest <= 2.0**256:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(largest)[1] - 1)
+
+
+def _per_hour(count: int, makespan: float) -> float | None:
+    """``count * 3600 / makespan``; None when the makespan is 0 (no time passed)."""
+    if not makespan > 0.0 or not math.isfinite(makespan):
+        return None
+    return count * 3600.0 / makespan
