@@ -83,7 +83,7 @@ def montecarlo_stream(codes, attempts) -> SimulatedOutcome:
 
 def timeline(codes, attempts):
     """The timeline's tally: one entry per trial."""
-    tally = TimelineTally(len(codes))
+    tally = TimelineTally(len(codes), cost_unit=1.0)
     tally.outcome_code[:] = codes
     tally.attempts[:] = attempts
     tally.cost[:] = attempts * UNIT_COST
@@ -164,10 +164,11 @@ def test_negative_control_a_tally_without_its_covariance_is_caught():
 def test_the_cost_unit_rescales_exactly_and_keeps_huge_costs_finite():
     codes, attempts = trials("mixed")
     plain = timeline(codes, attempts)
-    tally = TimelineTally(len(codes))
+    # the trial process sums costs in the model's unit (here 2**1000), the tally multiplies back
+    tally = TimelineTally(len(codes), cost_unit=2.0**1000)
     tally.outcome_code[:] = codes
     tally.attempts[:] = attempts
-    tally.cost[:] = attempts * UNIT_COST * 2.0**1000  # squares overflow without a unit
+    tally.cost[:] = attempts * UNIT_COST
     tally.done = len(codes)
     huge = tally.estimate()
     for key in ("expected_cost", "cost_per_success"):

@@ -112,7 +112,7 @@ def simulate_timeline(
         raise invalid("progress", "callable or None", progress)
     root, seed_value = check_seed(seed)
     model = Model(trial_model(scenario), time_model(scenario))
-    tally = _Tally(trials)
+    tally = _Tally(trials, model.cost_unit)
     events: list[tuple] = []
     run = _Run(model, root, trials, record, tally, events, progress)
     with InterruptFlag() as flag:
@@ -329,7 +329,8 @@ def _stream(seq: np.random.SeedSequence) -> random.Random:
 class _Tally:
     """Per-trial outcome, attempts, cost and duration (compact arrays), and summed waits."""
 
-    def __init__(self, trials: int) -> None:
+    def __init__(self, trials: int, cost_unit: float) -> None:
+        self.cost_unit = cost_unit  # trials' costs are summed in the model's cost unit
         self.outcome_code = np.full(trials, -1, dtype=np.int8)
         self.attempts = np.zeros(trials, dtype=np.int64)
         self.cost = np.zeros(trials)
@@ -365,9 +366,6 @@ class _Tally:
         codes = self.outcome_code[ended]
         counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
         cost = self.cost[ended]
-        unit = _cost_unit(cost)
-        if unit != 1.0:
-            cost = cost / unit  # exact: a power of two
         succeeded = (codes == 0).astype(float)
         return estimate(Tally(
             trials=n,
@@ -376,7 +374,7 @@ class _Tally:
                    "expected_cost": _moments(cost),
                    "duration": _moments(self.duration[ended])},
             cov_cost_success=float(np.mean((cost - cost.mean()) * (succeeded - succeeded.mean()))),
-            cost_unit=unit,
+            cost_unit=self.cost_unit,
         ))
 
     def outcome(self, model: Model, seed: int | None, partial: bool, events: Any,
@@ -425,17 +423,6 @@ class _Tally:
 def _moments(values: np.ndarray) -> tuple[float, float]:
     """The mean and the population variance of per-trial values."""
     return float(values.mean()), float(values.var())
-
-
-def _cost_unit(cost: np.ndarray) -> float:
-    """The power of two the trials' costs are summed in: 1 for costs of ordinary size (the
-    numbers are then exactly the plain sums'), else the one above the largest cost, so that
-    squares near the float range do not overflow (``relsim.limits.cost_unit``'s rule, on the
-    costs the trials spent)."""
-    largest = float(np.max(np.abs(cost), initial=0.0))
-    if largest == 0.0 or not math.isfinite(largest) or 2.0**-256 <= largest <= 2.0**256:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(largest)[1] - 1)
 
 
 def _per_hour(count: int, makespan: float) -> float | None:

@@ -56,8 +56,11 @@ class Model:
         self.is_checkpoint = trial.is_checkpoint.tolist()
         self.detect, self.false_alarm = trial.detect, trial.false_alarm
         self.rollbacks = trial.rollbacks
-        self.attempt_cost = trial.cost_per_attempt.tolist()
-        self.checkpoint_cost, self.rollback_cost = trial.checkpoint_cost, trial.rollback_cost
+        # costs in the model's cost unit (a power of two): sums near the float range stay finite
+        unit = self.cost_unit = trial.cost_unit
+        self.attempt_cost = (trial.cost_per_attempt / unit).tolist()
+        self.checkpoint_cost = trial.checkpoint_cost / unit
+        self.rollback_cost = trial.rollback_cost / unit
 
         self.attempt_time = [sampler(d) for d in time.attempt]
         self.verify_time = sampler(time.verify)
