@@ -1,4 +1,4 @@
-"""Issue 15, item 3 (the planner's part): no runaway memory or time on inputs the README allows.
+"""The planner's limits: no runaway memory or time on inputs the README allows.
 
 ``--for allocation`` on 100,000 steps asked numpy for 12 GiB (its bucketed programme keeps an
 int16 table of steps x 65,537 buckets: 100,000 x 65,537 x 2 bytes = 12.2 GiB), and the planner

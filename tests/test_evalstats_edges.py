@@ -1,5 +1,6 @@
-"""Regression tests from a correctness review of the trial statistics and the sweeps; each
-expected value is counted by hand from the table in the test."""
+"""relsim.evalstats at the edges of its input: numeric category codes with empty cells,
+pandas' nullable columns, a rate with a negative denominator, power already met by two tasks.
+Each expected value is counted by hand from the table in the test."""
 
 import math
 import warnings
