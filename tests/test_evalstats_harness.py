@@ -434,9 +434,9 @@ def test_inspect_score_values_become_success():
         "1", "0", "1", "0", "1"
     ]
     with pytest.raises(TrialDataError, match=r"^log sample 3: success: must be C/I, a boolean "
-                       r"or 0/1 \(or a score with --threshold\), got 0.7$"):
+                       r"or 0/1 \(or a score with threshold=T\), got 0.7$"):
         _success(0.7, None, "log sample 3")
-    with pytest.raises(TrialDataError, match="partial P with --threshold"):
+    with pytest.raises(TrialDataError, match="partial P with threshold=T"):
         _success("P", None, "s")
     with pytest.raises(TrialDataError, match="must be a score value"):
         _success({"a": 1}, None, "s")

@@ -216,7 +216,7 @@ def add_parser(subparsers) -> None:
 
 def _warn(messages) -> None:
     for message in messages:
-        print(f"relsim: warning: {message}", file=sys.stderr)
+        print(f"relsim: warning: {_args.as_flags(message)}", file=sys.stderr)
 
 
 def _quietly(function, *args, **kwargs):
