@@ -261,7 +261,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     result = _quietly(
         evalstats.analyze,
         args.trials,
-        args.k,
+        ks=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
         seed=args.seed,
@@ -392,7 +392,7 @@ def run_compare(args: argparse.Namespace) -> int:
         evalstats.compare,
         args.baseline,
         args.candidate,
-        k=args.k,
+        ks=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
     )
