@@ -7,7 +7,7 @@ the task as the unit of sampling (see ``relsim.evalstats``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 import numpy as np
 
@@ -236,7 +236,9 @@ def pass_k(
 
 def fresh_seed(seed: Any) -> Any:
     """``seed``, or for None a fresh one (as the engines draw it) that can be recorded."""
-    return int(np.random.SeedSequence().entropy) if seed is None else seed
+    if seed is not None:
+        return seed
+    return int(cast(int, np.random.SeedSequence().entropy))  # drawn fresh: a 128-bit int
 
 
 def pass_k_table(
