@@ -1,9 +1,13 @@
 """The public API: __all__, the README's API section and the lazy import stay together."""
 
+import ast
+import inspect
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import relsim
 
@@ -19,6 +23,34 @@ def _readme_api_names() -> set[str]:
 def test_all_matches_readme_api_section():
     public = set(relsim.__all__) - {"__version__"}
     assert _readme_api_names() == public
+
+
+def _parameters(signature: str) -> list[tuple[str, str, object]]:
+    """(name, kind, default) of each parameter of a signature written ``name(a, *, b=1)``."""
+    args = ast.parse(f"def {signature}: pass").body[0].args
+    defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
+    out = [(a.arg, "POSITIONAL_OR_KEYWORD", d) for a, d in zip(args.args, defaults)]
+    out += [(a.arg, "KEYWORD_ONLY", d) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return [(name, kind, None if d is None else ast.literal_eval(d)) for name, kind, d in out]
+
+
+@pytest.mark.parametrize("name", ["evaluate", "simulate", "simulate_timeline", "sweep"])
+def test_readme_shows_the_engines_signatures(name):
+    section = README.read_text(encoding="utf-8").split("## Python API", 1)[1]
+    shown = re.search(rf"`({name}\([^`]*\)) ->", section).group(1)
+    actual = [
+        (p.name, p.kind.name, None if p.default is p.empty else p.default)
+        for p in inspect.signature(getattr(relsim, name)).parameters.values()
+    ]
+    assert _parameters(shown) == actual
+
+
+def test_the_engines_take_only_the_scenario_and_the_trials_by_position():
+    with pytest.raises(TypeError):
+        relsim.simulate({"steps": 1, "p": 0.5}, 10, 1)  # the seed, by name only
+    with pytest.raises(TypeError):
+        relsim.simulate_timeline({"steps": 1, "p": 0.5}, 10, 1)
+    assert relsim.simulate({"steps": 1, "p": 0.5}, 10, seed=1).trials == 10  # control
 
 
 def test_every_public_name_resolves():

@@ -7,6 +7,8 @@ exception, with the traceback only under ``--debug`` or ``RELSIM_DEBUG=1``.
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 import relsim
 import relsim.exact
 from relsim.cli import main
+from relsim.cli._args import as_flags
 from relsim.errors import RelsimError, invalid
 from relsim.scenario import ScenarioError
 
@@ -79,6 +82,127 @@ def test_usage_error_exits_2(capsys):
         main(["evaluate"])
     assert exit_.value.code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_abbreviated_flags_are_refused(capsys):
+    # argparse would take --step for --steps (and --mis for --miss): a later flag sharing the
+    # prefix would silently change what a user's script means
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", "--step", "25", "--target", "0.95"])
+    assert exit_.value.code == 2
+    (line,) = _lines(capsys.readouterr().err)
+    assert line == "relsim: error: unrecognized arguments: --step"
+    assert main(["solve", "--steps", "25", "--target", "0.95"]) == 0  # control: the full flag
+
+
+@pytest.mark.parametrize(
+    "argv, abbreviated",
+    [
+        (["table", "--step", "5"], "--step"),
+        (["evaluate", LESSON, "--jso"], "--jso"),
+        (["simulate", LESSON, "--trials", "10", "--seed", "1", "--thread", "1"], "--thread"),
+        (["timeline", LESSON, "--trials", "10", "--seed", "1", "--rec", "1"], "--rec"),
+        (["analyze", LESSON, "--thresh", "0.5"], "--thresh"),
+        (["compare", LESSON, LESSON, "--score", "a"], "--score"),
+        (["power", "--delta", "0.1", "--baseline", "0.5", "--alph", "0.1"], "--alph"),
+        (["levers", LESSON, "--js"], "--js"),
+        (["report", LESSON, "-o", "x.html", "--targ", "0.9"], "--targ"),
+        (["sweep", LESSON, "-o", "x.parquet", "--work", "2"], "--work"),
+    ],
+)
+def test_no_command_takes_an_abbreviation(argv, abbreviated, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    (line,) = _lines(capsys.readouterr().err)
+    assert line.startswith("relsim: error: unrecognized arguments: ") and abbreviated in line
+
+
+# ------------------------------------------------- the library speaks Python, the CLI flags
+@pytest.mark.parametrize(
+    "library, cli",
+    [
+        ("success: must be 0/1 (or a score with threshold=T), got 2",
+         "success: must be 0/1 (or a score with --threshold T), got 2"),
+        ("scorer: must be named (scorer=NAME) when samples carry several: a, b, got None",
+         "scorer: must be named (--scorer NAME) when samples carry several: a, b, got None"),
+        ("without it the ceiling is 0.9 (plan it with plan.total)",
+         "without it the ceiling is 0.9 (plan it with --for total)"),
+        ("(plan it with plan.retries or plan.allocation)",
+         "(plan it with --for retries or --for allocation)"),
+        ("a better agent (plan.p) is the remedy", "a better agent (--for p) is the remedy"),
+        ("plan a uniform budget instead (plan.retries, which needs little memory)",
+         "plan a uniform budget instead (--for retries, which needs little memory)"),
+        ("evaluate one design with relsim.evaluate, simulate it with relsim.simulate",
+         "evaluate one design with 'relsim evaluate', simulate it with 'relsim simulate'"),
+        ("use relsim.simulate_timeline", "use 'relsim timeline'"),
+    ],
+)
+def test_library_words_become_the_cli_flags(library, cli):
+    assert as_flags(library) == cli
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["threshold: must be a finite number", "a threshold= sign", "max_threshold=3",
+     "relsim.plan.total", "the plan.totals", "plan.p95", "relsim.simulated", "target = 0.9"],
+)
+def test_other_words_are_left_alone(text):
+    assert as_flags(text) == text
+
+
+def test_a_library_error_reaches_the_cli_user_with_its_flag(tmp_path, capsys):
+    path = tmp_path / "scores.csv"
+    path.write_text("task,trial,success\na,1,1\na,2,0.7\n", encoding="utf-8")
+    with pytest.raises(RelsimError, match=r"\(or a score with threshold=T\)"):
+        relsim.evalstats.read_trials(path)  # the library names its argument
+    assert main(["analyze", str(path)]) == 2
+    (line,) = _lines(capsys.readouterr().err)
+    assert line.endswith("success: must be 0/1 or true/false (or a score with --threshold T), "
+                         "got '0.7'")
+
+
+def test_a_plan_reason_reaches_the_cli_user_with_its_flag(tmp_path, capsys):
+    data = {"steps": 5, "p": 0.5, "target": 0.9, "verifier": {"miss": 0.0},
+            "retries": {"per_step": 3, "total": 2}}
+    plan = relsim.plan.retries(relsim.Scenario.from_dict(data))
+    assert not plan.feasible and plan.reason.endswith("(plan it with plan.total)")
+    path = tmp_path / "capped.toml"
+    path.write_text("steps = 5\np = 0.5\ntarget = 0.9\n[verifier]\nmiss = 0.0\n"
+                    "[retries]\nper_step = 3\ntotal = 2\n", encoding="utf-8")
+    assert main(["solve", str(path), "--for", "retries"]) == 3
+    out = capsys.readouterr().out
+    assert "(plan it with --for total)" in out and "plan.total" not in out
+
+
+#: Literals outside relsim/cli that may name flags: a CSS stylesheet's custom properties, and
+#: ChainPlan.command(), whose answer is the command line itself.
+FLAG_LITERALS_ALLOWED = {"relsim/report/_html.py", "relsim/plan/chain.py"}
+
+
+def test_library_strings_name_no_flags():
+    # every string literal (f-string parts too) of relsim outside the CLI, docstrings aside
+    flag = re.compile(r"(?<![\w-])--[a-z]")
+    found = []
+    for path in sorted((ROOT / "relsim").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("relsim/cli/") or name in FLAG_LITERALS_ALLOWED:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        found += [
+            f"{name}:{node.lineno}: {node.value.strip()[:60]}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and flag.search(node.value)
+        ]
+    assert found == []
 
 
 # --------------------------------------------------------------------- a bug: exit 1

@@ -876,7 +876,7 @@ def test_bad_target_names_the_range(bad):
 def test_solve_dispatches_and_rejects_unknown_quantities():
     s = scenario(steps=25, p=0.9, verifier={"miss": 0.0})
     assert planner.solve(s, "retries", 0.95) == planner.retries(s, 0.95)
-    with pytest.raises(ValueError, match="for: must be one of retries, total"):
+    with pytest.raises(ValueError, match="for_: must be one of retries, total"):
         planner.solve(s, "budget", 0.95)
     assert set(planner.QUANTITIES) == {
         "retries",
@@ -1060,7 +1060,7 @@ def test_plan_modules_fit_in_a_head():
 
 def test_bad_input_is_a_relsim_error_in_the_one_format():
     s = scenario(steps=3, p=0.9, verifier={})
-    with pytest.raises(RelsimError, match=r"^for: must be one of retries, .*, got 'budget'$"):
+    with pytest.raises(RelsimError, match=r"^for_: must be one of retries, .*, got 'budget'$"):
         planner.solve(s, "budget", 0.9)
     with pytest.raises(RelsimError, match=r"^target: must be a number in \(0, 1\], got 1.5$"):
         planner.retries(s, 1.5)

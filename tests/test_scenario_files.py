@@ -201,7 +201,7 @@ CLAIMS = {
     "eval_agent.toml": [
         (SAME, "success", "59.9%"),
     ],
-    # the time tables do not change the exact split: the agent alone (test_scenario_claims_time.py
+    # the time tables do not change the exact split: the agent alone (test_scenario_files_time.py
     # checks the timeline's numbers, the fleet_rate_limits and support_reviewers ones too)
     "flaky_eval_harness.toml": [
         (SAME, "success", "81.2%"),
@@ -298,7 +298,7 @@ OUTSIDE = {
     "correlated_retries.toml": {"83.2%", "95.4%"},
     "eval_agent.toml": {"95%"},
     # timeline scenarios: inputs (a miss rate, the SLA's 90%), and the shares and utilisations
-    # of a run, checked in test_scenario_claims_time.py
+    # of a run, checked in test_scenario_files_time.py
     "flaky_eval_harness.toml": {"10%", "59%"},
     "fleet_rate_limits.toml": {"5%"},
     "human_gate.toml": {"20%", "95%"},

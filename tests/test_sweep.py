@@ -7,7 +7,6 @@ and its figure in test_sweep_frontier.py.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -315,13 +314,10 @@ def test_an_invalid_point_is_a_scenario_error():
         Grid.from_dict({"base": BASE, "axes": {"steps": [0]}})
 
 
-def test_timeline_needs_simpy(monkeypatch):
+def test_a_timeline_grid_draws_trials():
     grid = {"base": BASE, "method": "timeline", "trials": 10, "seed": 1, "axes": {"p": [0.9]}}
     assert Grid.from_dict(grid).stochastic
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "simpy" else real(name))
-    with pytest.raises(RelsimError, match='method: "timeline" is not available .*needs simpy'):
-        Grid.from_dict(grid)
+    assert not Grid.from_dict({**grid, "method": "exact"}).stochastic
 
 
 def test_time_tables_are_axes_with_their_file_keys():

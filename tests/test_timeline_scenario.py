@@ -133,3 +133,11 @@ def test_the_other_engines_ignore_time():
                                 checkpoints=dataclasses.replace(timed.checkpoints, human=False))
     assert evaluate(timed) == evaluate(plain)
     assert Resources() == Resources(llm_concurrency=None)
+
+
+def test_a_lognormal_spread_beyond_a_float_is_bad_input_not_an_overflow():
+    base = {"steps": 2, "p": 0.9}
+    ok = Scenario.from_dict({**base, "timing": {"attempt": {"median": 1, "p95": 1e6}}})
+    assert ok.timing.attempt.p95 == 1e6
+    with pytest.raises(ScenarioError, match=r"^timing\.attempt\.p95: must be at most 1e\+06 x median"):
+        Scenario.from_dict({**base, "timing": {"attempt": {"median": 1, "p95": 1e200}}})

@@ -5,6 +5,9 @@ module's ``run(args) -> int`` does the work, importing heavy modules only when i
 Exit status: 0 done; 1 an internal error (a bug: one line, the traceback with ``--debug`` or
 ``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr); 3 an infeasible plan; 130
 interrupted. Only :class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6).
+
+The library's messages name Python arguments (``threshold=T``, ``plan.total``); the CLI shows
+them with its flags (``--threshold T``, ``--for total``) through :func:`relsim.cli._args.as_flags`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import sys
 from typing import Sequence
 
-from relsim.cli._args import EXIT_INTERNAL, EXIT_USAGE, Parser
+from relsim.cli._args import EXIT_INTERNAL, EXIT_USAGE, Parser, as_flags
 from relsim.errors import RelsimError
 
 # command -> module that defines it (order is the order of --help)
@@ -48,19 +51,8 @@ def build_parser() -> Parser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in dict.fromkeys(COMMANDS.values()):
-        module = _load(module_name)
-        if module is not None:
-            module.add_parser(subparsers)
+        importlib.import_module(module_name).add_parser(subparsers)
     return parser
-
-
-def _load(module_name: str):
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as error:  # a command whose module has not landed yet
-        if error.name == module_name:
-            return None
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,8 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at devnull so Python's flush at exit does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except RelsimError as error:  # bad input: one line, no traceback
-        print(f"relsim: error: {error}", file=sys.stderr)
+    except RelsimError as error:  # bad input: one line, no traceback, in the CLI's words
+        print(f"relsim: error: {as_flags(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("relsim: interrupted", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -17,11 +18,40 @@ EXIT_INFEASIBLE = 3
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``relsim: error: ...`` on stderr and exit 2."""
+    """argparse with one-line errors (``relsim: error: ...`` on stderr and exit 2) and no
+    abbreviated flags: ``--mis`` is an error, not ``--miss`` (nor, once a flag ``--missing``
+    is added, an ambiguity that breaks a user's script). Subparsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+
+#: How library messages name what the command line gives as a flag or a command (the library
+#: speaks Python, the CLI speaks flags), and the words the CLI shows instead: a keyword argument
+#: ``threshold=T``, a planner ``plan.total`` and an engine ``relsim.simulate``.
+_SPOKEN = (
+    (re.compile(r"(?<![\w.])(threshold|scorer)=(?=\w)"), r"--\1 "),
+    (
+        re.compile(r"(?<![\w.])plan\.(retries|total|allocation|verifier|p|checkpoints)\b"),
+        r"--for \1",
+    ),
+    (re.compile(r"(?<![\w.])relsim\.(evaluate|simulate)\b(?!_)"), r"'relsim \1'"),
+    (re.compile(r"(?<![\w.])relsim\.simulate_timeline\b"), "'relsim timeline'"),
+)
+
+
+def as_flags(message: str) -> str:
+    """A library message in the command line's words: ``threshold=T`` becomes
+    ``--threshold T``, ``plan.total`` becomes ``--for total``, ``relsim.simulate`` becomes
+    ``'relsim simulate'``. Applied to every library text the CLI shows (errors, reasons)."""
+    for pattern, flag in _SPOKEN:
+        message = pattern.sub(flag, message)
+    return message
 
 
 def ranged(name: str, convert, check, allowed: str):

@@ -11,7 +11,7 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json
 from relsim.errors import RelsimError, invalid
 
 #: What each ``--for`` plans, for the readable output.
@@ -108,9 +108,9 @@ def format_plan(result: Any, scenario_name: str = "") -> str:
                 f"(lower bound {details['lower_bound']:.6f}{weak})"
             )
         if details.get("why"):
-            lines.append(f"  why: {details['why']}")
+            lines.append(f"  why: {as_flags(details['why'])}")
     if not result.feasible and result.reason:
-        lines.append(f"  why: {result.reason}")
+        lines.append(f"  why: {as_flags(result.reason)}")
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from relsim.cli._args import (
     EXIT_INFEASIBLE,
     EXIT_OK,
+    as_flags,
     nonnegative_int,
     positive_int,
     print_json,
@@ -224,10 +225,10 @@ def _print_one(result: dict, remedies: list[str]) -> None:
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     if not result["feasible"]:
-        print(f"infeasible: {result['reason']}.")
+        print(f"infeasible: {as_flags(result['reason'])}.")
         print("reachable with enough retries given any of:")
         for line in remedies:
-            print(f"  - {line}")
+            print(f"  - {as_flags(line)}")
     validation = result.get("validation", False)
     if validation is None:
         print("--validate: nothing simulated, no retry budget reaches the target")

@@ -216,7 +216,7 @@ def add_parser(subparsers) -> None:
 
 def _warn(messages) -> None:
     for message in messages:
-        print(f"relsim: warning: {message}", file=sys.stderr)
+        print(f"relsim: warning: {_args.as_flags(message)}", file=sys.stderr)
 
 
 def _quietly(function, *args, **kwargs):
@@ -261,7 +261,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     result = _quietly(
         evalstats.analyze,
         args.trials,
-        args.k,
+        ks=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
         seed=args.seed,
@@ -392,7 +392,7 @@ def run_compare(args: argparse.Namespace) -> int:
         evalstats.compare,
         args.baseline,
         args.candidate,
-        k=args.k,
+        ks=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
     )

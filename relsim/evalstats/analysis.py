@@ -13,7 +13,14 @@ import numpy as np
 from relsim.errors import invalid
 from relsim.evalstats._common import TrialDataWarning, is_real
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES
-from relsim.evalstats.estimators import check_ks, counts, pass_k_table, per_task, task_values
+from relsim.evalstats.estimators import (
+    check_ks,
+    counts,
+    fresh_seed,
+    pass_k_table,
+    per_task,
+    task_values,
+)
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
 from relsim.evalstats.readers import load_trials
 from relsim.results import jsonable, one_row
@@ -92,7 +99,7 @@ class TrialAnalysis:
     errors: dict[str, Any] | None = None
     steps: dict[str, Any] | None = None
     replicates: int = DEFAULT_REPLICATES
-    seed: Any = 0
+    seed: Any = None
     confidence: float = 0.95
     interval: str = "jeffreys"
     source: str = "trials"
@@ -220,12 +227,11 @@ class TrialAnalysis:
 
 def analyze(
     trials: str | Path | pd.DataFrame,
-    ks: Iterable[int] | None = None,
     *,
-    k: Iterable[int] | int | None = None,
+    ks: Iterable[int] | int | None = None,
     threshold: float | None = None,
     scorer: str | None = None,
-    seed: int | np.random.SeedSequence | None = 0,
+    seed: int | np.random.SeedSequence | None = None,
     replicates: int = DEFAULT_REPLICATES,
     confidence: float = 0.95,
     interval: str = "jeffreys",
@@ -242,17 +248,17 @@ def analyze(
     trials : str, Path or pandas.DataFrame
         A CSV/JSONL file or a DataFrame (see :func:`read_trials`), or an Inspect eval log
         (a ``.eval`` or ``.json`` file, or a log directory; see :func:`read_inspect_log`).
-    ks, k : iterable of int, optional
-        The k for pass@k and pass^k, each in [1, max n_i] (``k`` is the same as ``ks``, as the
-        command line spells it; give one of them). Default: those of :data:`DEFAULT_KS` not
-        above the largest trial count.
+    ks : int or iterable of int, optional
+        The k for pass@k and pass^k, each in [1, max n_i]. Default: those of
+        :data:`DEFAULT_KS` not above the largest trial count.
     threshold : float, optional
         Numeric scores: success when ``score >= threshold``.
     scorer : str, optional
         Inspect logs: the scorer whose value is success (needed when there are several).
     seed, replicates, confidence, interval
         The interval level and method (see :func:`pass_k`; the seed and replicates matter to
-        the bootstrap methods only).
+        the bootstrap methods only). ``seed=None`` draws a fresh seed, recorded in the
+        result's ``seed`` so that the run can be repeated.
     target : float
         In (0, 1]: the end-to-end target for the plan drawn from ``steps``.
     rates : iterable of str
@@ -287,7 +293,7 @@ def analyze(
     >>> import pandas as pd
     >>> trials = pd.DataFrame({"task": list("aaabbb"), "trial": [1, 2, 3] * 2,
     ...                        "success": [1, 0, 0, 1, 1, 1]})
-    >>> result = analyze(trials, [1, 2])
+    >>> result = analyze(trials, ks=[1, 2])
     >>> round(result.to_dict()["pass_hat_k"]["2"]["estimate"], 6)  # (0 + 1) / 2
     0.5
     """
@@ -295,10 +301,9 @@ def analyze(
 
     from relsim.evalstats import metrics as metric_tools
 
-    if k is not None:
-        if ks is not None:
-            raise invalid("k", "given once (k and ks are the same argument)", k)
-        ks = [k] if isinstance(k, (int, np.integer)) else k
+    if isinstance(ks, (int, np.integer)):
+        ks = [ks]
+    seed = fresh_seed(seed)
     frame = load_trials(trials, threshold, scorer)
     if not (is_real(target) and 0.0 < target <= 1.0):
         raise invalid("target", "in (0, 1]", target)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from relsim import intervals
-from relsim.errors import RelsimError, invalid
+from relsim.errors import RelsimError
 from relsim.evalstats._common import TrialDataWarning, check_confidence
 from relsim.evalstats.estimators import check_ks, counts, per_task, task_values
 from relsim.evalstats.readers import load_trials
@@ -126,8 +126,7 @@ def compare(
     baseline: str | Path | pd.DataFrame,
     candidate: str | Path | pd.DataFrame,
     *,
-    ks: Iterable[int] | None = None,
-    k: Iterable[int] | int | None = None,
+    ks: Iterable[int] | int | None = None,
     threshold: float | None = None,
     scorer: str | None = None,
     confidence: float = 0.95,
@@ -142,7 +141,7 @@ def compare(
     ----------
     baseline, candidate : str, Path or pandas.DataFrame
         Trial tables or Inspect logs (see :func:`analyze`).
-    ks, k : iterable of int, optional
+    ks : int or iterable of int, optional
         The k for pass@k and pass^k (default: those of 1, 3, 5 within the smallest largest
         trial count of the two).
     threshold : float, optional
@@ -174,10 +173,8 @@ def compare(
     import pandas as pd
 
     check_confidence(confidence)
-    if k is not None:
-        if ks is not None:
-            raise invalid("k", "given once (k and ks are the same argument)", k)
-        ks = [k] if isinstance(k, (int, np.integer)) else k
+    if isinstance(ks, (int, np.integer)):
+        ks = [ks]
     frames = [load_trials(source, threshold, scorer) for source in (baseline, candidate)]
     tables = [per_task(frame) for frame in frames]
     base, cand = tables

@@ -7,7 +7,7 @@ the task as the unit of sampling (see ``relsim.evalstats``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 import numpy as np
 
@@ -142,7 +142,7 @@ def pass_k(
     ks: Iterable[int],
     *,
     replicates: int = DEFAULT_REPLICATES,
-    seed: int | np.random.SeedSequence | np.random.Generator | None = 0,
+    seed: int | np.random.SeedSequence | np.random.Generator | None = None,
     confidence: float = 0.95,
     interval: str = "jeffreys",
 ) -> pd.DataFrame:
@@ -202,7 +202,8 @@ def pass_k(
         Bootstrap replicates, an integer >= :data:`MIN_REPLICATES` (default
         :data:`DEFAULT_REPLICATES`).
     seed : int, SeedSequence, Generator or None
-        Seeds the bootstrap (``numpy.random.default_rng(seed)``).
+        Seeds the bootstrap (``numpy.random.default_rng(seed)``); None draws a fresh seed,
+        recorded in the table's ``attrs["seed"]`` so that the run can be repeated.
     confidence : float
         In (0, 1).
     interval : {"jeffreys", "bca", "percentile"}
@@ -225,10 +226,19 @@ def pass_k(
     >>> float(pass_k(tasks, [2], replicates=100).loc[("pass_at_k", 2), "estimate"])
     0.7
     """
+    seed = fresh_seed(seed)
     table, _ = pass_k_table(
         tasks, ks, replicates=replicates, seed=seed, confidence=confidence, interval=interval
     )
+    table.attrs["seed"] = seed
     return table
+
+
+def fresh_seed(seed: Any) -> Any:
+    """``seed``, or for None a fresh one (as the engines draw it) that can be recorded."""
+    if seed is not None:
+        return seed
+    return int(cast(int, np.random.SeedSequence().entropy))  # drawn fresh: a 128-bit int
 
 
 def pass_k_table(

@@ -123,7 +123,7 @@ def read_inspect_log(
                 if len(scores) > 1:
                     raise invalid(
                         "scorer",
-                        f"named (--scorer NAME) when samples carry several: "
+                        f"named (scorer=NAME) when samples carry several: "
                         f"{', '.join(scores)}",
                         None,
                     )
@@ -204,7 +204,7 @@ def _success(value: Any, threshold: float | None, where: str) -> str:
             number = (_GRADES if threshold is not None else _BINARY).get(text.upper())
             if number is None:
                 raise TrialDataError(
-                    f"{where}: success: must be C, I or N (or a partial P with --threshold), "
+                    f"{where}: success: must be C, I or N (or a partial P with threshold=T), "
                     f"got {show(value)}"
                 )
         else:
@@ -221,7 +221,7 @@ def _success(value: Any, threshold: float | None, where: str) -> str:
         if number not in (0.0, 1.0):
             raise TrialDataError(
                 f"{where}: success: must be C/I, a boolean or 0/1 (or a score with "
-                f"--threshold), got {show(value)}"
+                f"threshold=T), got {show(value)}"
             )
         return "1" if number == 1.0 else "0"
     return "1" if number >= threshold else "0"

@@ -161,7 +161,7 @@ def check_trials(
         fail(
             ~np.isin(success, (0.0, 1.0)),
             "success",
-            "0/1 or true/false (or a score with --threshold)",
+            "0/1 or true/false (or a score with threshold=T)",
             cell(success_text),
         )
     else:

@@ -55,6 +55,7 @@ _FORCE_GENERAL = False
 def simulate(
     scenario: Scenario | Mapping[str, Any],
     trials: int,
+    *,
     seed: int | np.random.SeedSequence | None = None,
     threads: int | None = None,
     record: int = 0,

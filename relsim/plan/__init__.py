@@ -112,6 +112,6 @@ def solve(scenario: "Scenario", for_: str, target: float | None = None) -> "Plan
     from relsim.plan.result import QUANTITIES
 
     if for_ not in QUANTITIES:
-        raise invalid("for", f"one of {', '.join(QUANTITIES)}", for_)
+        raise invalid("for_", f"one of {', '.join(QUANTITIES)}", for_)
     planner = getattr(importlib.import_module(_EXPORTS[for_]), for_)
     return planner(scenario, target)

@@ -89,7 +89,7 @@ def _check_work(scenario: Scenario, for_: str) -> None:
             f"{for_}: planning this {scenario.steps}-step scenario needs about {evaluations} "
             f"exact evaluations of about {one:.2g} s each (about {seconds / 60:.0f} minutes), "
             f"over the planner's limit of {MAX_SECONDS / 60:.0f} minute; evaluate one design "
-            "with 'relsim evaluate', simulate it with 'relsim simulate', or plan a shorter "
+            "with relsim.evaluate, simulate it with relsim.simulate, or plan a shorter "
             "model of the task (fewer, coarser steps, or fewer rollbacks)"
         )
 

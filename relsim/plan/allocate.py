@@ -198,7 +198,7 @@ def _check_size(scenario: Scenario) -> None:
             f"allocation: {scenario.steps} steps with budgets up to {width - 1} need about "
             f"{need / 2**30:.1f} GiB, over the planner's limit of "
             f"{_common.MAX_MEMORY / 2**30:.1f} GiB; plan a uniform budget instead "
-            "(relsim solve SCENARIO --for retries, which needs little memory), or allocate "
+            "(plan.retries, which needs little memory), or allocate "
             "over a shorter chain (group steps into stages)"
         )
 

@@ -126,7 +126,7 @@ REASONS = {
     "agent_despite_remedy": "{head}; the agent's per-step success p caps it even with this remedy",
     "never_succeeds": (
         "{head}, because the agent never succeeds at {where} (p = 0): no retry, verifier or "
-        "checkpoint can help; a better agent (--for p) is the remedy"
+        "checkpoint can help; a better agent (plan.p) is the remedy"
     ),
     "no_verifier": (
         "there is no [verifier], so no attempt is rejected and retries never run: success "
@@ -158,7 +158,7 @@ WHY = {
     "verifier.miss/fix_perfect": "; a perfect verifier would lift the ceiling to {lifted:.6f}",
     "retries.total": (
         "the task-wide budget total = {total} runs out; without it the ceiling is "
-        "{lifted:.6f} (plan it with --for total)"
+        "{lifted:.6f} (plan it with plan.total)"
     ),
     "retries.per_step/no_verifier": (
         "there is no [verifier], so no attempt is rejected and no retry runs; with a "
@@ -166,7 +166,7 @@ WHY = {
     ),
     "retries.per_step": (
         "{budget}; with more retries the ceiling is {lifted:.6f} "
-        "(plan it with --for retries or --for allocation)"
+        "(plan it with plan.retries or plan.allocation)"
     ),
     "retries.per_step/no_retries": "there are no retries (no [retries] table)",
     "retries.per_step/total_only": "the budget (total = {total}, no per-step cap) runs out",

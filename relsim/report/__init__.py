@@ -7,10 +7,10 @@
 The page holds the design as a table, its exact outcome and split, the target and what meets
 it (the planner's ``retries``, ``verifier`` and ``p`` answers, or why none does), the levers
 chart, the compounding context, a Monte Carlo check against the exact value and, when the
-scenario has time tables and the timeline engine is installed, a run in time (the split with
-timeouts and crashes, durations, waits, utilisation, a Gantt chart). Figures are
-inline SVG drawn by :mod:`relsim.plot`; the stylesheet is inline; there is no script, no
-external font and no image file, so it reads the same offline and prints cleanly.
+scenario has time tables, a run in time (the split with timeouts and crashes, durations, waits,
+utilisation, a Gantt chart). Figures are inline SVG drawn by :mod:`relsim.plot`; the
+stylesheet is inline; there is no script, no external font and no image file, so it reads the
+same offline and prints cleanly.
 
 Sections are functions (:mod:`relsim.report._sections`); :data:`SECTIONS` lists them in
 reading order and :func:`render` takes another tuple, so a section is added by one function.

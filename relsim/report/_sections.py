@@ -127,8 +127,8 @@ def target(ctx: Context) -> Section:
     """The target, whether the design meets it, and what meets it (the planner's answers)."""
     if ctx.target is None:
         note = (
-            "<p>No target is set: give <code>--target</code> or set <code>target</code> in "
-            "the scenario file to see what meets one.</p>"
+            "<p>No target is set: give one, or set <code>target</code> in the scenario file, "
+            "to see what meets one.</p>"
         )
         return Section("target", "The target", note)
     from relsim import formulas
@@ -303,17 +303,14 @@ def in_time(ctx: Context) -> Section | None:
     """In time (the timeline engine): the split with timeouts and crashes, durations, waits
     and utilisation, the distribution of durations and a Gantt chart of the first trials.
 
-    Shown when the scenario has a time table and the timeline engine is installed, and left
-    out with ``trials = 0`` like the Monte Carlo check.
+    Shown when the scenario has a time table, and left out with ``trials = 0`` like the Monte
+    Carlo check.
     """
     s = ctx.scenario
     if ctx.trials <= 0 or not any(getattr(s, table, None) is not None for table in TIME_TABLES):
         return None
-    try:
-        from relsim.timeline import simulate_timeline
-    except ImportError:  # a relsim without the timeline engine
-        return None
     from relsim import plot
+    from relsim.timeline import simulate_timeline
 
     trials = min(ctx.trials, TIMELINE_TRIALS)
     run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)

@@ -282,7 +282,7 @@ class Grid:
 
         if self.mode not in _MODES:
             raise invalid("mode", 'one of "product", "zip"', self.mode)
-        chosen = method(self.method)  # an unknown or unavailable method is an error here
+        chosen = method(self.method)  # an unknown method is an error here
         if not self.axes:
             raise RelsimError("axes: must be a table of at least one axis, got none")
         if chosen.stochastic:

@@ -12,12 +12,11 @@ The runners are module-level functions so that dask ships them to workers by nam
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
-from relsim.errors import RelsimError, invalid
+from relsim.errors import invalid
 from relsim.results import OUTCOME_KEYS, Outcome
 
 __all__ = ["METHODS", "TIMELINE_ERRORS", "TIMELINE_KEYS", "Method", "method", "run_batch"]
@@ -42,8 +41,6 @@ class Method:
         A point takes about a millisecond: batch many per dask task.
     errors : tuple of str or None
         The standard-error columns of a stochastic method; None: ``<key>_se`` for every key.
-    module : str or None
-        A module the method needs; when it is not installed the method is "not available".
     """
 
     name: str
@@ -52,7 +49,6 @@ class Method:
     stochastic: bool
     cheap: bool
     errors: tuple[str, ...] | None = None
-    module: str | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -154,20 +150,15 @@ METHODS: Mapping[str, Method] = {
     "exact": Method("exact", _exact, OUTCOME_KEYS, stochastic=False, cheap=True),
     "simulate": Method("simulate", _simulate, OUTCOME_KEYS, stochastic=True, cheap=False),
     "timeline": Method("timeline", _timeline, TIMELINE_KEYS, stochastic=True, cheap=False,
-                       errors=TIMELINE_ERRORS, module="simpy"),
+                       errors=TIMELINE_ERRORS),
 }
 
 
 def method(name: Any) -> Method:
-    """The entry of ``name``; an unknown name, or an engine not installed, is an error."""
+    """The entry of ``name``; an unknown name is an error."""
     entry = METHODS.get(name) if isinstance(name, str) else None
     if entry is None:
         raise invalid("method", "one of " + ", ".join(f'"{m}"' for m in METHODS), name)
-    if entry.module is not None and importlib.util.find_spec(entry.module) is None:
-        raise RelsimError(
-            f'method: "{name}" is not available in this relsim (it needs {entry.module}); '
-            'use "exact" or "simulate"'
-        )
     return entry
 
 

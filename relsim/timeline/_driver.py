@@ -49,6 +49,7 @@ _PERCENTS = (50, 90, 99)
 def simulate_timeline(
     scenario: Scenario | Mapping[str, Any],
     trials: int,
+    *,
     seed: int | np.random.SeedSequence | None = None,
     record: int = 0,
     progress: Callable[[int], None] | None = None,

@@ -1,4 +1,4 @@
-"""Issue 15, item 3 (the planner's part): no runaway memory or time on inputs the README allows.
+"""The planner's limits: no runaway memory or time on inputs the README allows.
 
 ``--for allocation`` on 100,000 steps asked numpy for 12 GiB (its bucketed programme keeps an
 int16 table of steps x 65,537 buckets: 100,000 x 65,537 x 2 bytes = 12.2 GiB), and the planner
@@ -33,7 +33,7 @@ def test_allocation_on_100000_steps_is_refused_with_the_memory_estimate():
     gib = float(re.search(r"about ([\d.]+) GiB", message).group(1))
     # at least the issue's 12 GiB: the int16 choice table alone, 100,000 x 65,537 x 2 bytes
     assert gib >= 100_000 * 65_537 * 2 / 2**30 - 0.05
-    assert "--for retries" in message  # what to do instead
+    assert "plan.retries" in message  # what to do instead
     # ... which does serve it: closed forms, a moment's work
     assert planner.retries(s).feasible
 
@@ -51,7 +51,7 @@ def test_every_planner_refuses_100000_steps_with_checkpoints_before_it_starts(qu
         planner.solve(s, quantity)
     message = str(caught.value)
     assert message.startswith(f"{quantity}: planning this 100000-step scenario")
-    assert "relsim simulate" in message and "minute" in message
+    assert "relsim.simulate" in message and "minute" in message
 
 
 def test_the_work_estimate_scales_with_steps_and_rollbacks():
@@ -75,6 +75,8 @@ def test_the_cli_refusal_is_one_line_exit_2(tmp_path, capsys):
     assert main(["solve", str(path), "--for", "checkpoints"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "exact evaluations" in err
+    # the library's words in the CLI's: commands, not Python names
+    assert "with 'relsim evaluate'" in err and "relsim.evaluate" not in err
 
 
 TWELVE_WITH_EFFECTS = {

@@ -1,4 +1,4 @@
-"""Issue 15, item 1: integers at or beyond 2**63 never wrap.
+"""Integer limits: integers at or beyond 2**63 never wrap.
 
 Every integer argument of every public function of ``relsim.formulas``, and the integer flags
 of ``relsim solve`` and ``relsim table``, get the boundary integers (2**31, 2**53, 2**62,

@@ -1,4 +1,4 @@
-"""Issue 15, item 1: one rule for targets that floating point cannot reach exactly.
+"""The target rule: one rule for targets that floating point cannot reach exactly.
 
 The rule (``relsim.formulas.meets_target``, shared by every planner and by ``relsim evaluate
 --require-target``): a design meets a target when log(success) >= log(target), both logs from

@@ -1,5 +1,5 @@
-"""Issue 15, items 6 and 7 (library part): library errors name the argument, and no closed
-form overflows, exhausts memory or runs for minutes on an argument it accepts."""
+"""The closed forms' limits: their errors name the argument, and no closed form overflows,
+exhausts memory or runs for minutes on an argument it accepts."""
 
 from __future__ import annotations
 
