@@ -100,7 +100,7 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
     check_tol(tol)
     work_estimate(scenario, tol=tol).check(
         "scenario",
-        "use relsim simulate (Monte Carlo) for this scenario, or lower the budgets "
+        "use relsim.simulate (Monte Carlo) for this scenario, or lower the budgets "
         "(retries.total, retries.per_step, checkpoints.rollbacks) or the steps",
     )
     values, _ = _evaluate(scenario, tol)

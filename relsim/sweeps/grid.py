@@ -31,7 +31,6 @@ import hashlib
 import itertools
 import json
 import math
-import numbers
 import types
 import typing
 from dataclasses import dataclass
