@@ -31,7 +31,7 @@ class KernelInput:
     max_attempts : int
         The most attempts one trial can make (the fast kernel's histogram has one more bin).
     cost_unit : float
-        The power of two the design's costs are divided by (``relsim.limits.cost_unit``):
+        The power of two the design's costs are divided by (``TrialModel.cost_unit``):
         every cost the kernels sum is in this unit, and the estimates are multiplied back.
     """
 

@@ -20,7 +20,7 @@ def trajectories(record: Record, cost_unit: float = 1.0) -> pd.DataFrame:
     """One row per recorded trial, indexed by ``trial``: ``outcome`` (categorical),
     ``attempts``, ``cost``, ``retries_used``, ``rollbacks`` and, nullable,
     ``first_wrong_step``, ``caught_at``, ``stopped_at``. ``cost_unit``: the unit the kernel
-    recorded costs in (``relsim.limits.cost_unit``); a cost past the float range is inf."""
+    recorded costs in (``TrialModel.cost_unit``); a cost past the float range is inf."""
     import numpy as np
     import pandas as pd
 
