@@ -45,6 +45,7 @@ def test_readme_shows_the_engines_signatures(name):
     assert _parameters(shown) == actual
 
 
+@pytest.mark.slow
 def test_the_engines_take_only_the_scenario_and_the_trials_by_position():
     with pytest.raises(TypeError):
         relsim.simulate({"steps": 1, "p": 0.5}, 10, 1)  # the seed, by name only

@@ -180,6 +180,7 @@ def test_a_plan_reason_reaches_the_cli_user_with_its_flag(tmp_path, capsys):
 FLAG_LITERALS_ALLOWED = {"relsim/report/_html.py", "relsim/plan/chain.py"}
 
 
+@pytest.mark.slow
 def test_library_strings_name_no_flags():
     # every string literal (f-string parts too) of relsim outside the CLI, docstrings aside
     flag = re.compile(r"(?<![\w-])--[a-z]")
@@ -271,6 +272,7 @@ def test_ctrl_c_exits_130(monkeypatch, capsys):
     assert _lines(capsys.readouterr().err) == ["relsim: interrupted"]
 
 
+@pytest.mark.slow
 def test_the_console_command_exits_with_the_mapped_status(tmp_path):
     # the real process: the exit status reaches the shell and stderr holds one line
     out = subprocess.run(

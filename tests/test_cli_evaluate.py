@@ -120,6 +120,7 @@ def test_usage_error_exits_2(capsys):
     assert "relsim evaluate: error:" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_console_script_prints_no_traceback(tmp_path):
     path = _write(tmp_path, "steps = 3\np = 0.9\n[retries]\nper_step = 2\n")
     out = subprocess.run([sys.executable, "-m", "relsim", "evaluate", path],

@@ -184,6 +184,7 @@ class InterruptingBar:
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_json", [False, True])
 def test_ctrl_c_prints_the_partial_estimate_and_exits_130(monkeypatch, capsys, r2, as_json):
     monkeypatch.setattr(simulate_command, "_progress_bar", lambda trials: InterruptingBar())

@@ -132,6 +132,7 @@ def test_replicates_must_be_at_least_min_replicates():
     assert evalstats.analyze(frame, ks=[1], replicates=100).replicates == 100
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.lists(st.integers(0, 1), min_size=1, max_size=6), min_size=1, max_size=6),
@@ -675,6 +676,7 @@ def test_compare_warns_about_unshared_tasks_and_uses_the_shared_ones():
     assert result.difference == pytest.approx(0.0)
 
 
+@pytest.mark.slow
 def test_compare_degenerate_differences():
     same = trials_frame({"a": [1, 0], "b": [0, 0], "c": [1, 1]})
     result = evalstats.compare(same, same)

@@ -294,6 +294,7 @@ def test_compare_cost_per_success_difference_by_hand():
 # ----------------------------------------------------------------------------------- report
 
 
+@pytest.mark.slow
 def test_html_report_is_self_contained_and_shows_the_analysis(tmp_path):
     result = quietly(evalstats.analyze, harness(), ks=[1, 3], rates=["tool_errors/steps"])
     path = tmp_path / "out.html"
@@ -312,6 +313,7 @@ def test_html_report_is_self_contained_and_shows_the_analysis(tmp_path):
     assert "rate tool_errors/steps" in text and "Infrastructure noise (infra, timeout)" in text
 
 
+@pytest.mark.slow
 def test_markdown_report_and_compare_report(tmp_path):
     result = quietly(evalstats.analyze, harness(), ks=[3])
     written = evalstats.write_report(result, tmp_path / "out.md")
@@ -331,6 +333,7 @@ def test_markdown_report_and_compare_report(tmp_path):
         evalstats.write_report(result, tmp_path / "out.pdf")
 
 
+@pytest.mark.slow
 def test_cli_report_and_exercise_three(tmp_path, capsys):
     path = tmp_path / "harness.csv"
     harness().to_csv(path, index=False)
@@ -418,6 +421,7 @@ def test_power_extreme_alpha_and_power_give_answers_not_tracebacks(capsys):
         assert code == 3
 
 
+@pytest.mark.slow
 def test_tasks_needed_round_trips_with_the_mde_and_never_answers_one():
     rng = np.random.default_rng(5)
     for _ in range(300):

@@ -316,6 +316,7 @@ def test_backward_recursion_matches_to_1e12(s):
     _close(evaluate(s), backward(s), 1e-12)
 
 
+@pytest.mark.slow
 def test_references_agree_with_each_other_and_catch_a_wrong_reading():
     s = Scenario.from_dict({
         "steps": 3, "p": [0.9, 0.7, 0.8], "verifier": {"miss": 0.3, "false_reject": 0.1},
@@ -337,6 +338,7 @@ def test_references_agree_with_each_other_and_catch_a_wrong_reading():
 
 
 # --------------------------------------------------------------------- with random effects
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(scenarios(max_steps=3, max_budget=2, max_rollbacks=1, random_effects=True))
 def test_random_effects_match_a_gauss_hermite_backward_recursion(s):
@@ -454,6 +456,7 @@ def test_quadrature_converged_at_the_default_tolerance(data):
 uniform_p = st.floats(0.05, 1.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     p=st.lists(uniform_p, min_size=1, max_size=30),
@@ -474,6 +477,7 @@ def _check_verified_chain(p, retries, miss, false_reject):
     _close(evaluate(s), {**want._asdict(), "expected_cost": want.expected_attempts}, 1e-11)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 6).flatmap(lambda n: st.tuples(
     st.lists(uniform_p, min_size=n, max_size=n),
@@ -563,6 +567,7 @@ def test_latent_difficulty_chain_is_exact_for_two_steps_only(p, task_sd):
 
 
 # ------------------------------------------------------------------------------ laws
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(scenarios(max_steps=4, max_budget=3, random_effects=True, max_sd=2.0))
 def test_outcomes_sum_to_one_and_costs_are_consistent(s):

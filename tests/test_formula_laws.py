@@ -37,6 +37,7 @@ def _approx_one(values):
     return total
 
 
+@pytest.mark.slow
 @laws
 @given(st.lists(probability, min_size=1, max_size=8), st.data())
 def test_chain_outcomes_sum_to_one(ps, data):

@@ -42,6 +42,7 @@ def _chain(p, steps, retries, miss, false_reject=0.0):
     return (a * sum(q**j for j in range(retries + 1))) ** steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SCENARIOS)
 def test_every_row_is_its_set_re_evaluated(path):
     scenario = relsim.Scenario.from_toml(path)

@@ -171,6 +171,7 @@ def two_sample_z(fast, slow_trials) -> dict[str, float]:
     return scores
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SLOW_CASES))
 def test_agrees_with_the_slow_simulator(name):
     s = SLOW_CASES[name]
@@ -180,6 +181,7 @@ def test_agrees_with_the_slow_simulator(name):
     assert max(abs(z) for z in scores.values()) < 5, scores
 
 
+@pytest.mark.slow
 def test_negative_control_the_slow_comparison_catches_a_changed_detect():
     s = SLOW_CASES["R7"]
     fast = simulate(s, 200_000, seed=5)
@@ -244,6 +246,7 @@ def small_scenarios(draw):
     return Scenario.from_dict(data)
 
 
+@pytest.mark.slow
 @settings(
     derandomize=True,
     deadline=None,
@@ -259,6 +262,7 @@ def test_small_scenarios_agree_with_the_slow_simulator(s):
     assert max(abs(z) for z in scores.values()) < 5, (s, scores)
 
 
+@pytest.mark.slow
 @settings(
     derandomize=True,
     deadline=None,
@@ -331,6 +335,7 @@ def test_structural_zeros_of_the_four_way_draw():
 
 
 # ---------------------------------------------------------------------------- reproducibility
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["R2", "R7"])
 def test_same_seed_same_result_whatever_threads_and_chunks(case):
     s = scenario(case)
@@ -351,6 +356,7 @@ def test_same_seed_same_result_whatever_threads_and_chunks(case):
     assert shorter.trajectories.equals(longer.trajectories)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["R2", "R6", "R7"])
 def test_same_seed_same_result_whatever_the_slices_of_work(case, monkeypatch):
     """A kernel call runs a bounded slice of attempts and a block cut by it resumes its own

@@ -28,6 +28,7 @@ def test_every_notebook_is_found() -> None:
             "06_time_and_throughput"} <= names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_has_the_parts_a_review_needs(path: Path) -> None:
     """A scenario file, prose, a relsim.plot figure, and pinned headline numbers at the end."""

@@ -349,6 +349,7 @@ def test_bucketed_allocation_brackets_the_optimum(monkeypatch):
     assert plan.details["gap"] <= 1e-3 * cost
 
 
+@pytest.mark.slow
 def test_allocation_never_costs_more_than_the_uniform_budget():
     rng = np.random.default_rng(5)
     s = scenario(
@@ -367,6 +368,7 @@ def test_allocation_never_costs_more_than_the_uniform_budget():
         assert plan.details["lower_bound"] <= plan.expected_cost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["total cap", "confusion", "checkpoints"])
 def test_allocation_general_equals_brute_force(name):
     s = SMALL[name]
@@ -461,6 +463,7 @@ def largest_by_scan(success_of, target, step=1e-3):
     return max(ok) if ok else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["chain", "total cap", "confusion", "checkpoints"])
 def test_verifier_miss_equals_scan(name):
     s = SMALL[name]
@@ -481,6 +484,7 @@ def test_verifier_miss_equals_scan(name):
         assert success_of(min(1.0, plan.value + 1e-6)) < target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["chain", "total cap", "confusion", "checkpoints"])
 def test_verifier_false_reject_equals_scan(name):
     s = SMALL[name]
@@ -551,6 +555,7 @@ R7 = {  # docs/model.md section 5, reference case R7
 }
 
 
+@pytest.mark.slow
 def test_verifier_scan_finds_a_peak_between_its_grid_points():
     # R7 with scarce retries: success over miss peaks near 0.265, between the scan's grid
     # points 0.25 and 0.3125. Brute force on a grid of 1/200 finds a miss reaching a target
@@ -591,6 +596,7 @@ def test_p_with_perfect_verifier_inverts_retry_success():
     assert plan.value == pytest.approx(expected, abs=2e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SMALL))
 def test_p_equals_scan(name):
     s = SMALL[name]
@@ -736,6 +742,7 @@ def test_success_non_decreasing_in_total_budget(d):
     assert all(b >= a - 1e-12 for a, b in zip(values, values[1:]))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(small_scenarios)
 def test_success_non_increasing_in_false_reject_and_in_miss_without_checkpoints(d):
@@ -749,6 +756,7 @@ def test_success_non_increasing_in_false_reject_and_in_miss_without_checkpoints(
     assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(small_scenarios)
 def test_success_non_decreasing_in_p(d):
@@ -888,6 +896,7 @@ def test_solve_dispatches_and_rejects_unknown_quantities():
     }
 
 
+@pytest.mark.slow
 def test_every_plan_is_a_plan_of_its_scenario():
     s = SMALL["checkpoints"]
     for quantity in planner.QUANTITIES:
@@ -898,6 +907,7 @@ def test_every_plan_is_a_plan_of_its_scenario():
         assert plan.expected_cost == outcome.expected_cost
 
 
+@pytest.mark.slow
 def test_allocation_with_correlation_beyond_branch_and_bound():
     # 12 steps with confusion and random effects: the heuristic path (no bound known), which
     # must still reach the target and never cost more than the least uniform budget
@@ -936,6 +946,7 @@ def chain_success_by_hand(p, r, miss, false_reject, steps):
     return (a * sum(q**j for j in range(r + 1))) ** steps
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 30),
@@ -1020,6 +1031,7 @@ def test_plan_chain_to_dict_keys_frame_command_and_scenario():
         plan_chain(25, 0.95, 0.9, miss=0.1).to_scenario()
 
 
+@pytest.mark.slow
 def test_plan_chain_imports_no_scenario_and_no_engine():
     code = (
         "import sys, relsim.plan.chain\n"

@@ -55,6 +55,7 @@ def test_sections_and_figures_in_reading_order(production):
     assert sum(len(f) for f in frame["figures"]) == len(report.figures)
 
 
+@pytest.mark.slow
 def test_page_is_self_contained(production):
     html = production[1].html
     lowered = html.lower()
@@ -67,6 +68,7 @@ def test_page_is_self_contained(production):
     assert "@media print" in html
 
 
+@pytest.mark.slow
 def test_numbers_on_the_page_come_from_the_engines(production):
     scenario, report = production
     html = report.html
@@ -98,6 +100,7 @@ def test_target_met_and_no_target():
     assert untargeted.figures == ("outcome", "levers", "compounding")  # no verifier: no ceiling
 
 
+@pytest.mark.slow
 def test_infeasible_target_says_why():
     report = render(relsim.Scenario.from_toml(CEILING), source=CEILING, trials=0)
     plan = relsim.plan.retries(relsim.Scenario.from_toml(CEILING), target=0.95)
@@ -105,12 +108,14 @@ def test_infeasible_target_says_why():
     assert html_module.escape(plan.reason) in report.html
 
 
+@pytest.mark.slow
 def test_user_text_is_escaped():
     report = render({"name": "<script>alert(1)</script>", "steps": 3, "p": 0.9}, trials=0)
     assert "<script" not in report.html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in report.html
 
 
+@pytest.mark.slow
 def test_one_section_is_one_function():
     from relsim.report import SECTIONS, Section
 
@@ -152,6 +157,7 @@ def test_cli_writes_the_page_and_exits_with_the_verdict(tmp_path, capsys):
     assert main(["report", CEILING, "-o", str(out2), "--trials", "0", "--target", "0.7"]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -278,6 +284,7 @@ def test_the_parser_stays_light():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_no_time_section_without_time_tables(production):
     assert "time" not in [s.id for s in production[1].sections]
 

@@ -150,6 +150,7 @@ def scenario_dicts(draw):
     return data
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(scenario_dicts())
 def test_round_trip(data):

@@ -97,6 +97,7 @@ def test_fleet_closed_form_claims():
     assert round(274 / 4.4) == 62 and abs(work["bound"] / work["per_agent"] - 62) < 1  # the knee
 
 
+@pytest.mark.slow
 def test_fleet_one_task_takes_its_closed_form_time():
     # with nothing shared each trial's duration is its service time, independent trial to trial
     work = _fleet_work()
@@ -153,6 +154,7 @@ def test_fleet_throughput_grows_to_the_token_bucket_knee():
     assert free.throughput_per_hour > 1.4 * work["bound"]
 
 
+@pytest.mark.slow
 def test_fleet_rpm_never_binds_and_tpm_does():
     data = _with(_data(FLEET), fleet={"agents": 100})
     run = simulate_timeline(data, 400, seed=3)

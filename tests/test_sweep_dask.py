@@ -58,6 +58,7 @@ def test_simulate_rows_identical_in_process_on_one_and_two_workers_and_a_cluster
         pd.testing.assert_frame_equal(pd.read_parquet(out), here)
 
 
+@pytest.mark.slow
 def test_exact_points_are_batched_and_equal_the_local_sweep(cluster):
     from distributed import Client
 
@@ -69,6 +70,7 @@ def test_exact_points_are_batched_and_equal_the_local_sweep(cluster):
     assert len(frame) == 60 and 2 <= tasks <= 60 // 2  # several points per task
 
 
+@pytest.mark.slow
 def test_timeline_points_on_the_cluster_equal_the_local_sweep(cluster):
     # time tables travel to the workers in the point's dict and are validated again there
     grid = {"base": {"steps": 6, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
@@ -80,6 +82,7 @@ def test_timeline_points_on_the_cluster_equal_the_local_sweep(cluster):
     assert frame["timeout"].iloc[0] > frame["timeout"].iloc[1]  # one agent: more miss the deadline
 
 
+@pytest.mark.slow
 def test_interrupted_locally_resumed_on_the_cluster(cluster, tmp_path):
     out = tmp_path / "r.csv"
 

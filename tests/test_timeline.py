@@ -194,6 +194,7 @@ def test_reviewer_pool_is_an_mm_c_queue():
 
 
 # ---------------------------------------------------------------- rate limits
+@pytest.mark.slow
 def test_rpm_bucket_caps_the_call_rate():
     # 60 calls a minute: the first 60 start at once (the bucket starts full), then one a second
     scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 1}, "resources": {"rpm": 60}}
@@ -227,6 +228,7 @@ def test_model_graded_verifications_are_llm_calls_too():
                                atol=1e-6)
 
 
+@pytest.mark.slow
 def test_backoffs_and_checkpoint_checks_add_their_time():
     # constant durations: a trial lasts 10 s per attempt, min(3, 2^(j-1)) s before its j-th
     # retry of a step execution, and 4 s per automatic check
@@ -275,6 +277,7 @@ def test_same_seed_same_numbers_and_the_result_shape():
     assert len(frame) == 1 and frame["duration_p90"].iloc[0] == d["duration"]["p90"]
 
 
+@pytest.mark.slow
 def test_decisions_do_not_depend_on_time():
     # the same seed with and without the time tables: a trial that ends by itself makes the
     # same decisions, so its outcome and attempt count are the same
@@ -288,6 +291,7 @@ def test_decisions_do_not_depend_on_time():
     assert pick(a).equals(pick(b))
 
 
+@pytest.mark.slow
 def test_ctrl_c_gives_the_finished_trials_marked_partial():
     calls = []
 

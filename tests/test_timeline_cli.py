@@ -91,6 +91,7 @@ class FakeTerminal(io.StringIO):
         return True
 
 
+@pytest.mark.slow
 def test_progress_bar_only_on_a_terminal(monkeypatch, capsys, timed):
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)

@@ -100,7 +100,7 @@ def simulate_timeline(
     >>> from relsim import simulate_timeline
     >>> out = simulate_timeline({"steps": 10, "p": 0.9, "verifier": {},
     ...                          "retries": {"per_step": 1},
-    ...                          "timing": {"attempt": 8, "verify": 2}}, trials=2000, seed=1)
+    ...                          "timing": {"attempt": 8, "verify": 2}}, trials=200, seed=1)
     >>> abs(out.duration["mean"] - 10 * out.expected_attempts) < 1e-9
     True
     >>> out.timeout, out.infra_failure
