@@ -80,12 +80,7 @@ def expected_work(model: TrialModel) -> tuple[float, float]:
     """Attempts and step executions per trial, in expectation (pessimistic; see above)."""
     p = np.asarray(model.p, dtype=float)
     spread = 2.0 * float(np.hypot(model.task_sd, model.step_sd))
-    if spread > 0:
-        inner = np.clip(p, 1e-300, 1 - 1e-16)
-        low = 1.0 / (1.0 + np.exp(-(np.log(inner) - np.log1p(-inner) - spread)))
-        p_low = np.where((p == 0) | (p == 1), p, low)
-    else:
-        p_low = p
+    p_low = model.shifted_p(-spread) if spread > 0 else p
     p_low = p_low * model.factor  # 1 without confusion
     miss = np.asarray(model.miss, dtype=float)
     false_reject = np.asarray(model.false_reject, dtype=float)
