@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
-from relsim.report._html import esc, new_figure, svg, table
+from relsim.report._html import Section, esc, new_figure, svg, table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -25,17 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: A Monte Carlo estimate further than this many standard errors from the exact value is
 #: flagged (the tolerance of the project's statistical tests).
 Z_LIMIT = 5.0
-
-
-@dataclass(frozen=True)
-class Section:
-    """One part of the report: an anchor ``id``, a ``title``, an HTML ``body`` and the names
-    of the ``figures`` it holds."""
-
-    id: str
-    title: str
-    body: str
-    figures: tuple[str, ...] = ()
 
 
 @dataclass
