@@ -19,7 +19,7 @@ from relsim.report._html import Section, esc, new_figure, svg, table
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from relsim.results import Outcome
+    from relsim.results import Outcome, SimulatedOutcome
     from relsim.scenario import Scenario
 
 #: A Monte Carlo estimate further than this many standard errors from the exact value is
@@ -50,10 +50,11 @@ class Context:
         return levers(self.scenario)
 
     @cached_property
-    def monte_carlo(self) -> "Outcome":
+    def monte_carlo(self) -> "SimulatedOutcome":
+        """The check's run, every trial recorded: its convergence is drawn trial by trial."""
         from relsim.montecarlo import simulate
 
-        return simulate(self.scenario, trials=self.trials, seed=self.seed)
+        return simulate(self.scenario, trials=self.trials, seed=self.seed, record=self.trials)
 
     @property
     def meets_target(self) -> bool | None:
@@ -250,7 +251,7 @@ def monte_carlo(ctx: Context) -> Section | None:
     z = _z(mc.success, exact, se)
     ok = z is not None and abs(z) < Z_LIMIT
     figure = new_figure(7.0, 4.2)
-    plot.convergence(ctx.scenario, ctx.trials, ctx.seed, ax=figure.add_subplot())
+    plot.convergence(mc, ctx.exact, ax=figure.add_subplot())
     rows = [
         ("trials", mc.trials),
         ("seed", mc.seed),
