@@ -354,7 +354,7 @@ def test_non_regular_and_oversized_files_are_refused(tmp_path, monkeypatch):
         evalstats.read_trials("/dev/zero")
     path = tmp_path / "big.csv"
     path.write_text("task,trial,success\na,1,1\n")
-    monkeypatch.setattr("relsim.evalstats.readers.MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("relsim.evalstats._frames.MAX_FILE_BYTES", 10)
     with pytest.raises(TrialDataError, match=r"file: must be at most 0 MiB"):
         evalstats.read_trials(path)
 
@@ -434,9 +434,9 @@ def test_inspect_score_values_become_success():
         "1", "0", "1", "0", "1"
     ]
     with pytest.raises(TrialDataError, match=r"^log sample 3: success: must be C/I, a boolean "
-                       r"or 0/1 \(or a score with --threshold\), got 0.7$"):
+                       r"or 0/1 \(or a score with a threshold\), got 0.7$"):
         _success(0.7, None, "log sample 3")
-    with pytest.raises(TrialDataError, match="partial P with --threshold"):
+    with pytest.raises(TrialDataError, match="partial P with a threshold"):
         _success("P", None, "s")
     with pytest.raises(TrialDataError, match="must be a score value"):
         _success({"a": 1}, None, "s")

@@ -109,7 +109,7 @@ BAD_FILES = [
     (
         "nonbinary.csv",
         "task,trial,success\na,1,1\na,2,2\na,3,0.5\n",
-        r" line 3: success: must be 0/1 or true/false \(or a score with --threshold\), "
+        r" line 3: success: must be 0/1 or true/false \(or a score with a threshold\), "
         r"got '2' \(1 more row like it\)$",
     ),
     (

@@ -36,7 +36,7 @@ import numpy as np
 
 from relsim import intervals
 from relsim.errors import RelsimError, invalid
-from relsim.evalstats._common import TrialDataWarning, check_confidence, one_row
+from relsim.evalstats._common import TrialDataWarning, check_confidence, one_row, task_sums
 from relsim.evalstats.estimators import check_ks, counts, per_task, task_values
 from relsim.evalstats.readers import load_trials
 from relsim.results import jsonable
@@ -222,7 +222,6 @@ def compare(
     codes = [
         pd.Index(shared).get_indexer(frame["task"]) for frame in frames
     ]  # -1 for a task in one file only
-    from relsim.evalstats.metrics import _task_sums
 
     def totals(frame, code, column, mask=None):
         keep = code >= 0
@@ -230,7 +229,7 @@ def compare(
         present = ~np.isnan(values) & keep
         if mask is not None:
             present &= mask
-        y = _task_sums(code[present], len(shared), values[present])
+        y = task_sums(code[present], len(shared), values[present])
         x = np.bincount(code[present], minlength=len(shared)).astype(float)
         return y, x
 
@@ -238,7 +237,7 @@ def compare(
         pairs = []
         for frame, code in zip(frames, codes):
             keep = code >= 0
-            y = _task_sums(code[keep], len(shared), frame["cost"].to_numpy(dtype=float)[keep])
+            y = task_sums(code[keep], len(shared), frame["cost"].to_numpy(dtype=float)[keep])
             x = np.bincount(
                 code[keep], weights=frame["success"].to_numpy(dtype=float)[keep],
                 minlength=len(shared),
