@@ -252,7 +252,7 @@ def test_bad_arguments_name_the_argument_and_range():
         ),
         (
             lambda: evalstats.analyze(frame, [1], seed=-1),
-            r"seed: must be an integer >= 0, a numpy SeedSequence or Generator, or None, got -1",
+            r"seed: must be an integer >= 0, a numpy SeedSequence or None, got -1",
         ),
         (
             lambda: evalstats.analyze(frame, [1], interval="normal"),

@@ -31,6 +31,10 @@ nonzero_float = _args.ranged(
     "a nonzero number in [-1, 1]",
 )
 
+#: The bootstrap's seed when none is given: the library draws fresh entropy for None, the
+#: command line stays reproducible (the same command prints the same numbers).
+DEFAULT_SEED = 0
+
 # relsim.evalstats.MIN_REPLICATES, repeated here because building the parser must not import
 # numpy (a test holds the two together)
 MIN_REPLICATES = 100
@@ -75,7 +79,7 @@ def add_parser(subparsers) -> None:
         help="k for pass@k and pass^k (default 1,3,5, those not above the most trials of a task)",
     )
     analyze.add_argument(
-        "--seed", type=nonnegative_int, default=0, help="bootstrap seed (default 0)"
+        "--seed", type=nonnegative_int, default=None, help=f"bootstrap seed (default {DEFAULT_SEED})"
     )
     analyze.add_argument(
         "--replicates",
@@ -258,13 +262,14 @@ def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     result = _quietly(
         evalstats.analyze,
         args.trials,
-        args.k,
+        k=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
-        seed=args.seed,
+        seed=seed,
         replicates=replicates,
         interval=args.interval,
         target=args.target,
@@ -273,7 +278,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         infra_categories=args.infra_categories,
     )
     _warn(result.warnings)
-    if args.interval == "jeffreys" and (args.replicates is not None or args.seed != 0):
+    if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
         _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
                "percentile); the default jeffreys interval draws nothing"])
     written = None

@@ -42,15 +42,19 @@ The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``inspect_l
 report, HTML or Markdown). Results are pandas objects or frozen result objects with
 ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
 scipy are imported inside the functions that use them.
+
+Seeds are as in the engines: ``seed`` is an integer >= 0, a ``numpy.random.SeedSequence`` or
+None (fresh entropy, recorded in the result so the run can be repeated); only the bootstrap
+intervals draw.
 """
 
 from __future__ import annotations
 
 from relsim.evalstats._common import TrialDataError, TrialDataWarning
-from relsim.evalstats.analysis import DEFAULT_KS, TrialAnalysis, analyze
+from relsim.evalstats.analysis import TrialAnalysis, analyze
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
 from relsim.evalstats.comparison import Comparison, compare
-from relsim.evalstats.estimators import pass_k, per_task, success_rate
+from relsim.evalstats.estimators import DEFAULT_K, pass_k, per_task, success_rate
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
 from relsim.evalstats.power import MIN_TASKS, minimum_detectable_effect, tasks_needed
@@ -65,7 +69,7 @@ from relsim.evalstats.report import write_report
 
 __all__ = [
     "DEFAULT_INFRA_CATEGORIES",
-    "DEFAULT_KS",
+    "DEFAULT_K",
     "DEFAULT_REPLICATES",
     "INTERVALS",
     "MAX_FILE_BYTES",

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from relsim import intervals
-from relsim.errors import RelsimError, invalid
+from relsim.errors import RelsimError
 from relsim.evalstats._common import TrialDataWarning, check_confidence, one_row, task_sums
-from relsim.evalstats.estimators import check_ks, counts, per_task, task_values
+from relsim.evalstats.estimators import check_k, counts, default_k, per_task, task_values
 from relsim.evalstats.readers import load_trials
 from relsim.results import jsonable
 
@@ -126,7 +126,6 @@ def compare(
     baseline: str | Path | pd.DataFrame,
     candidate: str | Path | pd.DataFrame,
     *,
-    ks: Iterable[int] | None = None,
     k: Iterable[int] | int | None = None,
     threshold: float | None = None,
     scorer: str | None = None,
@@ -142,9 +141,9 @@ def compare(
     ----------
     baseline, candidate : str, Path or pandas.DataFrame
         Trial tables or Inspect logs (see :func:`analyze`).
-    ks, k : iterable of int, optional
-        The k for pass@k and pass^k (default: those of 1, 3, 5 within the smallest largest
-        trial count of the two).
+    k : int or iterable of int, optional
+        The k for pass@k and pass^k (default: those of :data:`DEFAULT_K` within the smaller
+        of the two evals' largest trial counts).
     threshold : float, optional
         Numeric scores: success when ``score >= threshold`` (both tables).
     scorer : str, optional
@@ -174,10 +173,6 @@ def compare(
     import pandas as pd
 
     check_confidence(confidence)
-    if k is not None:
-        if ks is not None:
-            raise invalid("k", "given once (k and ks are the same argument)", k)
-        ks = [k] if isinstance(k, (int, np.integer)) else k
     frames = [load_trials(source, threshold, scorer) for source in (baseline, candidate)]
     tables = [per_task(frame) for frame in frames]
     base, cand = tables
@@ -201,9 +196,7 @@ def compare(
     n_a, c_a = counts(base)
     n_b, c_b = counts(cand)
     largest = int(min(n_a.max(), n_b.max()))
-    if ks is None:
-        ks = [value for value in (1, 3, 5) if value <= largest] or [1]
-    ks = check_ks(ks, largest)
+    ks = check_k(default_k(largest) if k is None else k, largest)
     with_one = sorted(set(ks) | {1})
     values_a = task_values(n_a, c_a, with_one)
     values_b = task_values(n_b, c_b, with_one)
