@@ -23,6 +23,7 @@ from relsim.cli import main
 from relsim.errors import RelsimError
 from relsim.evalstats import TrialDataError, TrialDataWarning
 from relsim.intervals import effective_count_interval, holm
+from relsim.report.eval import write_report
 
 T975 = {1: 12.706204736174698, 2: 4.302652729749464, 3: 3.182446305284263}  # from tables
 
@@ -283,24 +284,26 @@ def test_compare_cost_per_success_difference_by_hand():
 def test_html_report_is_self_contained_and_shows_the_analysis(tmp_path):
     result = quietly(evalstats.analyze, harness(), k=[1, 3], rates=["tool_errors/steps"])
     path = tmp_path / "out.html"
-    assert evalstats.write_report(result, path) == [path]
+    assert write_report(result, path) == [path]
     text = path.read_text()
-    assert text.count("<svg") == 1 and "<figure><svg" in text
+    assert text.count("<svg") == 1 and '<figure id="figure-pass-k" data-figure="pass-k">' in text
     for external in ("<script", "<link", "<img", "src=", "url(http", "url(data", 'href="http', "@import"):
         assert external not in text
     out = result.to_dict()
-    assert f"<td>success (= pass@1)</td><td>{out['success']['mean']:.4g}</td>" in text
-    assert f"<td>pass^3</td><td>{out['pass_hat_k']['3']['estimate']:.4g}</td>" in text
+    row = '<td class="wrap">{}</td><td class="num">{:.4g}</td>'
+    assert row.format("success (= pass@1)", out["success"]["mean"]) in text
+    assert row.format("pass^3", out["pass_hat_k"]["3"]["estimate"]) in text
     # the per-task table, sorted by p: d (0), b, a, c (1)
-    rows = re.findall(r"<tr><td>([abcd])</td><td>3</td>", text)
+    rows = re.findall(r'<tr><td class="wrap">([abcd])</td><td class="num">3</td>', text)
     assert rows == ["d", "b", "a", "c"]
-    assert "<td>wrong_tool</td><td>3</td><td>0.5</td>" in text
+    assert ('<td class="wrap">wrong_tool</td><td class="num">3</td><td class="num">0.5</td>'
+            in text)
     assert "rate tool_errors/steps" in text and "Infrastructure noise (infra, timeout)" in text
 
 
 def test_markdown_report_and_compare_report(tmp_path):
     result = quietly(evalstats.analyze, harness(), k=[3])
-    written = evalstats.write_report(result, tmp_path / "out.md")
+    written = write_report(result, tmp_path / "out.md")
     assert [p.name for p in written] == ["out.md", "out.svg"]
     text = written[0].read_text()
     assert "![pass@k and pass^k against k](out.svg)" in text
@@ -310,11 +313,12 @@ def test_markdown_report_and_compare_report(tmp_path):
     cand.loc[cand["task"] == "d", "success"] = [1, 0, 1]
     comparison = quietly(evalstats.compare, harness(), cand, k=[3])
     html = tmp_path / "cmp.html"
-    evalstats.write_report(comparison, html)
+    write_report(comparison, html)
     text = html.read_text()
-    assert "Paired differences over 4 shared tasks" in text and "<td>pass^3</td>" in text
+    assert "Paired differences over 4 shared tasks" in text
+    assert '<td class="wrap">pass^3</td>' in text
     with pytest.raises(RelsimError, match=r"^report: must be a file name ending in \.html"):
-        evalstats.write_report(result, tmp_path / "out.pdf")
+        write_report(result, tmp_path / "out.pdf")
 
 
 def test_cli_report_and_exercise_three(tmp_path, capsys):

@@ -235,6 +235,36 @@ def _quietly(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
+#: Defaults of the flags :func:`_flags` leaves out (those not None).
+_DEFAULTS = {"interval": "jeffreys", "infra_categories": ["infra", "timeout"], "target": 0.95}
+
+
+def _flags(args: argparse.Namespace, names) -> list[str]:
+    """The flags among ``names`` set to other than their default, as command-line words
+    (``--rate`` repeated, other lists joined with commas)."""
+    words: list[str] = []
+    for name in names:
+        value = getattr(args, name)
+        flag = "--" + name.replace("_", "-")
+        if value is None or value == [] or value == _DEFAULTS.get(name):
+            continue
+        if name == "rate":
+            for item in value:
+                words += [flag, item]
+        elif isinstance(value, list):
+            words += [flag, ",".join(str(item) for item in value)]
+        else:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return words
+
+
+def _command(name: str, inputs: list[str], flags: list[str], report: str) -> str:
+    """The command line that makes this report again (shown in its footer)."""
+    import shlex
+
+    return "relsim " + shlex.join([name, *inputs, *flags, "--report", report])
+
+
 def _interval(low, high) -> str:
     if low is None or high is None:
         return "[n/a]"
@@ -283,9 +313,14 @@ def run_analyze(args: argparse.Namespace) -> int:
                "percentile); the default jeffreys interval draws nothing"])
     written = None
     if args.report:
-        from relsim.evalstats.report import write_report
+        from relsim.report.eval import write_report
 
-        written = write_report(result, args.report)
+        flags = _flags(args, ("k", "threshold", "scorer", "interval", "rate", "category",
+                              "infra_categories", "target"))
+        if args.interval != "jeffreys":
+            flags += ["--seed", str(seed), "--replicates", str(replicates)]
+        written = write_report(result, args.report,
+                               command=_command("analyze", [args.trials], flags, args.report))
     out = result.to_dict()
     if args.json:
         if written:
@@ -404,9 +439,11 @@ def run_compare(args: argparse.Namespace) -> int:
     _warn(result.warnings)
     written = None
     if args.report:
-        from relsim.evalstats.report import write_report
+        from relsim.report.eval import write_report
 
-        written = write_report(result, args.report)
+        flags = _flags(args, ("k", "threshold", "scorer"))
+        command = _command("compare", [args.baseline, args.candidate], flags, args.report)
+        written = write_report(result, args.report, command=command)
     out = result.to_dict()
     if args.json:
         if written:

@@ -34,14 +34,16 @@ Conventions
   column) and :class:`relsim.errors.RelsimError` for an argument, both in the one format
   ``<where>: <key>: must be <allowed>, got <value>``.
 
-The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``inspect_logs``
-(Inspect eval logs), ``estimators`` (per-task table, success mean, pass@k and pass^k),
-``metrics`` (metric columns, rates, cost per success, failure categories), ``bootstrap``
-(the cluster bootstrap; its intervals live in :mod:`relsim.intervals`), ``analysis``
-(:func:`analyze`), ``comparison`` (:func:`compare`), ``power`` and ``report`` (the harness
-report, HTML or Markdown). Results are pandas objects or frozen result objects with
-``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
-scipy are imported inside the functions that use them.
+The parts, by concern, bottom up: ``_common`` (the error, the warning, shared checks),
+``_frames`` (the checked trials frame every reader builds), ``inspect_logs`` (Inspect eval
+logs), ``readers`` (CSV, JSONL, DataFrames, and the one dispatcher over every source),
+``estimators`` (per-task table, success mean, pass@k and pass^k), ``metrics`` (metric
+columns, rates, cost per success, failure categories), ``bootstrap`` (the cluster bootstrap;
+its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
+``comparison`` (:func:`compare`) and ``power``. The harness report that shows an analysis or
+a comparison is a view, in :mod:`relsim.report.eval`. Results are pandas objects or frozen
+result objects with ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one
+row). pandas and scipy are imported inside the functions that use them.
 
 Seeds are as in the engines: ``seed`` is an integer >= 0, a ``numpy.random.SeedSequence`` or
 None (fresh entropy, recorded in the result so the run can be repeated); only the bootstrap
@@ -65,7 +67,6 @@ from relsim.evalstats.readers import (
     REQUIRED_COLUMNS,
     read_trials,
 )
-from relsim.evalstats.report import write_report
 
 __all__ = [
     "DEFAULT_INFRA_CATEGORIES",
@@ -91,5 +92,4 @@ __all__ = [
     "read_trials",
     "success_rate",
     "tasks_needed",
-    "write_report",
 ]
