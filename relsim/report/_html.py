@@ -117,6 +117,7 @@ h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; padding-top: .6rem; border-top: 
 p.lead { color: var(--muted); margin: 0 0 1rem; }
 nav ol { margin: 0; padding-left: 1.4rem; columns: 2; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; width: 100%; font-size: .92rem; }
+.scroll { overflow-x: auto; }
 th, td { border-bottom: 1px solid var(--rule); padding: .3rem .5rem; text-align: left;
          vertical-align: top; }
 th { background: #f3f5f8; }
@@ -138,6 +139,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1
   nav { display: none; }
   h2 { break-after: avoid; }
   figure, table { break-inside: avoid; }
+  .scroll { overflow: visible; }
 }
 """
 
@@ -193,7 +195,9 @@ def table(
             else:
                 cells.append(f'<td class="wrap">{esc(cell)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # in a box that scrolls sideways: a wide table on a narrow screen stays readable
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
 def svg(figure: "Figure", name: str, caption: str) -> str:

@@ -26,7 +26,7 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from relsim.errors import invalid
 from relsim.report._html import Report, Section, interval, new_figure, number, page, svg
@@ -103,7 +103,7 @@ def markdown(result: Any, figure_file: str = "figure.svg") -> str:
     analysis = _is_analysis(result)
     _, caption = _figure_names(analysis)
     kind = "harness report" if analysis else "comparison report"
-    lines = [f"# relsim {kind}", "", _md_text(_lead(result)), "",
+    lines = [f"# relsim {kind}", "", _lead(result, _md_text), "",
              f"![{_md_text(caption)}]({figure_file})", ""]
     for t in _tables(result):
         lines += [f"## {_md_text(t.title)}", "", "| " + " | ".join(map(_md_text, t.header)) + " |",
@@ -277,18 +277,19 @@ def _figure_names(analysis: bool) -> tuple[str, str]:
     """The figure's name on the page and its caption."""
     if analysis:
         return "pass-k", "pass@k and pass^k against k"
-    return "differences", "paired differences with their intervals"
+    return "differences", "Paired differences with their intervals"
 
 
-def _lead(result: Any) -> str:
+def _lead(result: Any, escape: Callable[[str], str] = str) -> str:
+    """The line under the heading; ``escape`` is applied to the user's text (the source)."""
     out = result.to_dict()
     if _is_analysis(result):
         success = out["success"]
-        return (f"{out['source']}: {out['tasks']} tasks, {out['trials']} trials; success "
+        return (f"{escape(out['source'])}: {out['tasks']} tasks, {out['trials']} trials; success "
                 f"{number(success['mean'], DIGITS)}, 95% CI {interval(success['ci'], DIGITS)}.")
-    return (f"{out['tasks']} shared tasks, paired by task: success {number(out['baseline'], DIGITS)} "
-            f"-> {number(out['candidate'], DIGITS)}, difference {number(out['difference'], DIGITS)}, "
-            f"95% CI {interval(out['ci'], DIGITS)}.")
+    return (f"{out['tasks']} shared tasks, paired by task: success from "
+            f"{number(out['baseline'], DIGITS)} to {number(out['candidate'], DIGITS)}, difference "
+            f"{number(out['difference'], DIGITS)}, 95% CI {interval(out['ci'], DIGITS)}.")
 
 
 def _p(value: Any) -> str:
