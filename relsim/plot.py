@@ -537,15 +537,12 @@ def paired_differences(comparison: Any, *, ax: "Axes | None" = None) -> "Axes":
     quantities = out.get("quantities") if isinstance(out, Mapping) else None
     if not isinstance(quantities, Mapping):
         raise invalid("comparison", "a Comparison or its to_dict()", comparison)
-    shown = {str(name): row for name, row in quantities.items()
-             if row.get("difference") is not None and math.isfinite(row["difference"])}
-    names = list(shown)
-    values = np.array([float(shown[name]["difference"]) for name in names])
-    bounds = np.array([[np.nan if b is None else b for b in shown[name]["ci"]] for name in names],
-                      dtype=float).reshape(len(names), 2)
-    # no interval: a bar of no length
-    errors = np.vstack([values - bounds[:, 0], bounds[:, 1] - values])
-    errors[~np.isfinite(errors)] = 0.0
+    rows = [(str(name), row) for name, row in quantities.items()
+            if row.get("difference") is not None and math.isfinite(row["difference"])]
+    names, values = [name for name, _ in rows], np.array([row["difference"] for _, row in rows], dtype=float)
+    bounds = np.array([[np.nan if b is None else b for b in row["ci"]] for _, row in rows], dtype=float)
+    errors = np.vstack([values - bounds.reshape(-1, 2)[:, 0], bounds.reshape(-1, 2)[:, 1] - values])
+    errors[~np.isfinite(errors)] = 0.0  # no interval: a bar of no length
     ax = _axes(ax)
     positions = np.arange(len(names))
     ax.errorbar(values, positions, xerr=errors, fmt="o", capsize=4, color="tab:blue")
