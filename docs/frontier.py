@@ -30,9 +30,9 @@ def main(out: str = str(ROOT / "docs" / "frontier.png")) -> None:
     keys = ["verifier.miss", "retries.per_step", "checkpoints.every"]
     print(best[["point", *keys, "success", "cost_per_success"]].to_string(index=False))
     figure, (whole, corner) = plt.subplots(1, 2, figsize=(12, 4.8))
-    relsim.plot.pareto(frame, ax=whole)
+    relsim.plot.pareto(frame, best, ax=whole)
     whole.set_title("64 designs: verifier x retries per step x checkpoint spacing")
-    relsim.plot.pareto(frame, ax=corner, annotate="point")
+    relsim.plot.pareto(frame, best, ax=corner, annotate="point")
     low, high = best["cost_per_success"].min(), best["cost_per_success"].max()
     corner.set_xlim(low - 0.1 * (high - low), high + 0.1 * (high - low))
     bottom = best["success"].min()

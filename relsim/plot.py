@@ -17,17 +17,19 @@ function                          what it draws
                                   infra) for several results
 :func:`levers`                    a tornado chart of :func:`relsim.plan.levers`'s table
 :func:`pareto`                    every design of a sweep and the cost-reliability frontier
-                                  (:func:`relsim.plan.frontier`) through them
+                                  (:func:`relsim.plan.frontier`'s rows) through them
 :func:`convergence`               the running Monte Carlo estimate of success against the
                                   exact value, with a band of 5 standard errors
 :func:`pass_k`                    pass@k and pass^k against k with their intervals
+:func:`paired_differences`        a comparison's paired differences with their intervals
 :func:`durations`                 the distribution of trial durations (timeline engine), with
                                   the deadline
 :func:`timeline`                  a Gantt chart of recorded trials: work against waiting
 ================================  ==========================================================
 
-The numbers drawn come from the closed forms (:mod:`relsim.formulas`) and the engines; a
-figure computes nothing an engine owns.
+The numbers drawn come from the closed forms (:mod:`relsim.formulas`) or from the results
+given (an engine's, a planner's, an analysis'): a figure runs no engine, planner or
+estimator; the caller does and hands it the result.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
-from relsim.errors import invalid
+from relsim.errors import RelsimError, invalid
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -51,6 +53,7 @@ __all__ = [
     "levers",
     "outcome_split",
     "pareto",
+    "paired_differences",
     "pass_k",
     "required_accuracy",
     "retries",
@@ -320,6 +323,7 @@ _SWEEP_LABELS = {
 
 def pareto(
     frame: "pd.DataFrame",
+    frontier: "pd.DataFrame",
     cost: str = "cost_per_success",
     value: str = "success",
     *,
@@ -328,13 +332,17 @@ def pareto(
 ) -> "Axes":
     """Every design of a sweep as a point, and the frontier through them as a line.
 
-    The frontier is :func:`relsim.plan.frontier`'s: the rows that no row beats on both
-    counts (no greater ``cost`` and no less ``value``, one of them strictly).
+    The frontier is given, as :func:`relsim.plan.frontier` finds it: the rows that no row
+    beats on both counts (no greater ``cost`` and no less ``value``, one of them strictly).
+    This function only draws it.
 
     Parameters
     ----------
     frame : pandas.DataFrame
         One row per design, such as :func:`relsim.sweep` returns.
+    frontier : pandas.DataFrame
+        The frontier's rows, ``relsim.plan.frontier(frame, cost, value)``; drawn through by
+        increasing ``cost``.
     cost, value : str
         The columns on the x axis (minimised) and the y axis (maximised).
     ax : matplotlib Axes, optional
@@ -351,22 +359,30 @@ def pareto(
         non-finite cost or value (the cost per success of a design that never succeeds)
         cannot be placed and are left out of both.
     """
-    from relsim.plan.dominance import frontier
-
-    best = frontier(frame, cost=cost, value=value)  # checks the two columns
+    for role, column in (("cost", cost), ("value", value)):
+        for table in (frame, frontier):
+            if column not in getattr(table, "columns", ()):
+                shown = ", ".join(map(str, getattr(table, "columns", ())))
+                raise invalid(role, f"a column of the frame and of the frontier ({shown})", column)
+    try:
+        costs = frame[cost].to_numpy(dtype=float)
+        values = frame[value].to_numpy(dtype=float)
+        best = frontier.sort_values(cost, kind="stable")
+        best_costs = best[cost].to_numpy(dtype=float)
+        best_values = best[value].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise RelsimError(f"cost, value: must be numeric columns, got {cost!r} and {value!r}") from None
     names = [] if annotate is None else [annotate] if isinstance(annotate, str) else list(annotate)
     for name in names:
-        if name not in frame.columns:
-            raise invalid("annotate", f"columns of the frame ({', '.join(map(str, frame.columns))})", name)
+        if name not in frontier.columns:
+            raise invalid("annotate", f"columns of the frontier ({', '.join(map(str, frontier.columns))})", name)
     ax = _axes(ax)
-    costs = frame[cost].to_numpy(dtype=float)
-    values = frame[value].to_numpy(dtype=float)
     shown = np.isfinite(costs) & np.isfinite(values)
     ax.scatter(costs[shown], values[shown], s=18, color="0.6", alpha=0.8, gid="designs",
                label=f"every design ({int(shown.sum())})", zorder=2)
-    placed = np.isfinite(best[cost].to_numpy(dtype=float)) & np.isfinite(best[value].to_numpy(dtype=float))
+    placed = np.isfinite(best_costs) & np.isfinite(best_values)
     line = best[placed]
-    ax.plot(line[cost].to_numpy(dtype=float), line[value].to_numpy(dtype=float), "o-",
+    ax.plot(best_costs[placed], best_values[placed], "o-",
             color="tab:red", markersize=5, linewidth=1.5, gid="frontier",
             label=f"frontier ({len(line)})", zorder=3)
     for rank, (_, row) in enumerate(line.iterrows() if names else ()):
@@ -390,49 +406,55 @@ def _label_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def convergence(
-    scenario: Any,
-    trials: int,
-    seed: Any,
-    *,
-    ax: "Axes | None" = None,
-) -> "Axes":
+def convergence(run: Any, exact: Any, *, ax: "Axes | None" = None) -> "Axes":
     r"""The running Monte Carlo estimate of success against the exact value.
 
-    Simulates ``trials`` trials with ``seed`` (:func:`relsim.simulate`, all recorded) and
-    draws the share of successes among the first ``k`` trials for ``k`` on a log scale, the
-    exact success ``s`` (:func:`relsim.evaluate`) and the band
-    :math:`s \pm 5\sqrt{s(1-s)/k}` (``BAND_SE`` standard errors around the exact value,
-    clipped to [0, 1]), which the estimate should never leave. The y axis frames the band
-    from ``ZOOM_TRIALS`` trials on.
+    Draws the share of successes among the first ``k`` recorded trials of ``run`` for ``k``
+    on a log scale, the exact success ``s`` and the band :math:`s \pm 5\sqrt{s(1-s)/k}`
+    (``BAND_SE`` standard errors around the exact value, clipped to [0, 1]), which the
+    estimate should never leave. The y axis frames the band from ``ZOOM_TRIALS`` trials on.
+    Both results are given: this function runs no engine.
 
     Parameters
     ----------
-    scenario : Scenario or mapping
-    trials : int
-        Trials to simulate, >= 1.
-    seed : int or numpy.random.SeedSequence
+    run : SimulatedOutcome or sequence
+        A Monte Carlo run that recorded its trials, ``relsim.simulate(scenario, trials=n,
+        seed=s, record=n)`` (its ``trajectories``' ``outcome`` column, in trial order; the
+        legend names its ``seed``), or the per-trial outcomes themselves (``"success"`` or
+        another outcome name, or booleans).
+    exact : Outcome or float
+        The exact result, ``relsim.evaluate(scenario)``, or its success in [0, 1].
     ax : matplotlib Axes, optional
-    """
-    from relsim.exact import evaluate
-    from relsim.intervals import binomial_se
-    from relsim.montecarlo import simulate
 
-    count = _int(trials, "trials", low=1)
-    exact = evaluate(scenario).success
-    run = simulate(scenario, trials=count, seed=seed, record=count)
-    assert run.trajectories is not None  # record=count keeps every trial
-    successes = np.cumsum(run.trajectories["outcome"].to_numpy() == "success")
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = convergence(["success", "silent_failure", "success", "success"], 0.75)
+    >>> ax.lines[-1].get_ydata().tolist()  # after 1, 2, 3 and 4 trials
+    [1.0, 0.5, 0.6666666666666666, 0.75]
+    """
+    from relsim.intervals import binomial_se
+
+    successes = np.cumsum(_trial_successes(run))
+    count = successes.size
+    success = getattr(exact, "success", exact)
+    if isinstance(success, bool) or not isinstance(success, (int, float, np.floating)) or not 0 <= success <= 1:
+        raise invalid("exact", "an Outcome or a success in [0, 1]", exact)
+    success = float(success)
     k = _log_points(count)
     estimate = successes[k - 1] / k
     # The band is around the exact value, with its own (true) standard error.
-    half = np.array([BAND_SE * binomial_se(exact * n, n) for n in k])
-    low, high = np.clip(exact - half, 0.0, 1.0), np.clip(exact + half, 0.0, 1.0)
+    half = np.array([BAND_SE * binomial_se(success * n, n) for n in k])
+    low, high = np.clip(success - half, 0.0, 1.0), np.clip(success + half, 0.0, 1.0)
     ax = _axes(ax)
     ax.fill_between(k, low, high, color="tab:blue", alpha=0.15,
                     label=f"exact \u00b1 {BAND_SE:g} standard errors")
-    ax.axhline(exact, color="black", linestyle="--", label=f"exact {exact:.6f}")
-    ax.plot(k, estimate, color="tab:blue", label=f"Monte Carlo (seed {run.seed})")
+    ax.axhline(success, color="black", linestyle="--", label=f"exact {success:.6f}")
+    seed = getattr(run, "seed", None)
+    total = getattr(run, "trials", count)
+    label = "Monte Carlo" if total == count else f"Monte Carlo, first {count} of {total} trials"
+    label += f" (seed {seed})" if seed is not None else ""
+    ax.plot(k, estimate, color="tab:blue", label=label)
     ax.set_xscale("log")
     # Frame the band from ZOOM_TRIALS trials on: over the first few trials it spans all of
     # [0, 1] and would flatten the rest of the picture (earlier points are clipped, not lost).
@@ -488,6 +510,47 @@ def pass_k(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
     ax.set_ylim(0.0, 1.02)
     ax.set_title("pass@k and pass^k")
     ax.legend()
+    return ax
+
+
+def paired_differences(comparison: Any, *, ax: "Axes | None" = None) -> "Axes":
+    """Each quantity's paired difference (candidate - baseline) with its interval, against 0.
+
+    One row per quantity of :func:`relsim.evalstats.compare`, in its order, the first on top;
+    a quantity without a difference is left out, one without an interval has no bar.
+
+    Parameters
+    ----------
+    comparison : Comparison or mapping
+        :func:`relsim.evalstats.compare`'s result, or its ``to_dict()`` (``quantities``: name
+        -> ``difference`` and ``ci``).
+    ax : matplotlib Axes, optional
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = paired_differences({"quantities": {"success": {"difference": 0.2, "ci": [0.1, 0.3]}}})
+    >>> ax.lines[0].get_xydata().tolist()
+    [[0.2, 0.0]]
+    """
+    out = comparison if isinstance(comparison, Mapping) else getattr(comparison, "to_dict", lambda: None)()
+    quantities = out.get("quantities") if isinstance(out, Mapping) else None
+    if not isinstance(quantities, Mapping):
+        raise invalid("comparison", "a Comparison or its to_dict()", comparison)
+    rows = [(str(name), row) for name, row in quantities.items()
+            if row.get("difference") is not None and math.isfinite(row["difference"])]
+    names, values = [name for name, _ in rows], np.array([row["difference"] for _, row in rows], dtype=float)
+    bounds = np.array([[np.nan if b is None else b for b in row["ci"]] for _, row in rows], dtype=float)
+    errors = np.vstack([values - bounds.reshape(-1, 2)[:, 0], bounds.reshape(-1, 2)[:, 1] - values])
+    errors[~np.isfinite(errors)] = 0.0  # no interval: a bar of no length
+    ax = _axes(ax)
+    positions = np.arange(len(names))
+    ax.errorbar(values, positions, xerr=errors, fmt="o", capsize=4, color="tab:blue")
+    ax.axvline(0.0, color="0.5", linewidth=1)
+    ax.set_yticks(positions, names)
+    ax.set_ylim(len(names) - 0.5, -0.5)  # the first quantity on top
+    ax.set_xlabel("candidate - baseline, with 95% interval (each quantity's own units)")
+    ax.set_title("Paired differences over the shared tasks")
     return ax
 
 
@@ -683,6 +746,17 @@ def _outcome_values(name: str, result: Any) -> dict[str, float]:
     if "success" not in values or not all(math.isfinite(v) for v in values.values()):
         raise invalid(f"results[{name!r}]", "an Outcome or a mapping with the outcome keys", result)
     return values
+
+
+def _trial_successes(run: Any) -> np.ndarray:
+    """Per recorded trial, in order: whether it succeeded (:func:`convergence`'s ``run``)."""
+    if hasattr(run, "success"):  # a result: its recorded trials
+        recorded = getattr(run, "trajectories", None)
+        run = () if recorded is None or "outcome" not in recorded.columns else recorded["outcome"]
+    outcomes = np.asarray(list(run) if not isinstance(run, str) else [run])
+    if outcomes.size == 0 or (outcomes.dtype.kind in "iuf" and not np.isin(outcomes, (0, 1)).all()):
+        raise invalid("run", "a run that recorded its trials (record=trials), or their outcomes", run)
+    return outcomes.astype(bool) if outcomes.dtype.kind in "biuf" else outcomes == "success"
 
 
 def _log_points(count: int, points: int = 200) -> np.ndarray:

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from relsim import evalstats
 from relsim.cli import main
 
 
@@ -98,6 +99,13 @@ def test_analyze_json_shape_and_values(tmp_path, capsys):
     again = run(capsys, "analyze", path, "--k", "1,2,4", "--seed", "3", "--interval", "bca",
                 "--json")[1]
     assert again == out
+    # without --seed the command line passes its own default, 0, so its output stays the same
+    # from run to run (the library's default, None, draws fresh entropy)
+    default = json.loads(run(capsys, "analyze", path, "--k", "1,2,4", "--interval", "bca",
+                             "--json")[1])
+    assert default["interval"]["seed"] == 0
+    library = evalstats.analyze(path, [1, 2, 4], interval="bca", seed=0).to_dict()
+    assert default == library
 
 
 def test_analyze_text_output(tmp_path, capsys):

@@ -450,6 +450,37 @@ def test_bootstrap_is_seeded_and_chunking_does_not_matter():
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-12)
 
 
+def test_seeds_are_the_engines_seeds():
+    # int, SeedSequence or None (fresh entropy, recorded so the run can be repeated), as in
+    # relsim.simulate; the default is None.
+    import inspect
+
+    import relsim
+
+    for function in (evalstats.pass_k, evalstats.analyze, relsim.simulate):
+        assert inspect.signature(function).parameters["seed"].default is None, function
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"task": np.repeat(np.arange(30), 5), "trial": np.tile(np.arange(5), 30),
+                          "success": rng.integers(0, 2, 150)})
+    settings = dict(k=[1, 3], replicates=400, interval="bca")
+    fresh, other = (evalstats.analyze(frame, **settings) for _ in range(2))
+    assert isinstance(fresh.seed, int) and fresh.seed != other.seed
+    assert not fresh.pass_k["ci_low"].equals(other.pass_k["ci_low"])  # negative control
+    repeated = evalstats.analyze(frame, **settings, seed=fresh.seed)
+    pd.testing.assert_frame_equal(repeated.pass_k, fresh.pass_k)
+    assert fresh.to_dict()["interval"]["seed"] == fresh.seed
+    # an integer seed draws the stream of numpy.random.default_rng(seed); a SeedSequence is kept
+    tasks = evalstats.per_task(frame)
+    by_int = evalstats.pass_k(tasks, [3], replicates=400, seed=7, interval="bca")
+    by_sequence = evalstats.pass_k(tasks, [3], replicates=400, seed=np.random.SeedSequence(7),
+                                   interval="bca")
+    pd.testing.assert_frame_equal(by_int, by_sequence)
+    child = np.random.SeedSequence(7).spawn(1)[0]
+    assert evalstats.analyze(frame, **settings, seed=child).seed is child
+    with pytest.raises(RelsimError, match="^seed: must be an integer >= 0, a numpy SeedSequence or None"):
+        evalstats.pass_k(tasks, [3], seed=np.random.default_rng(7))
+
+
 def scipy_bca(values, replicates, seed, confidence=0.95):
     """scipy's BCa interval of the mean over eligible tasks (NaN: not eligible)."""
     result = stats.bootstrap(

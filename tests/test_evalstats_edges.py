@@ -15,7 +15,7 @@ from relsim.evalstats import analyze
 def _quiet_analyze(trials, ks):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return analyze(trials, ks=ks)
+        return analyze(trials, k=ks)
 
 
 def test_numeric_category_codes_with_empty_cells(tmp_path):
@@ -72,7 +72,7 @@ def test_rate_with_a_negative_denominator_keeps_its_estimate_inside():
                           "gain": [1.0, 1.0, 1.0], "spent": [-1.0, -2.0, -3.0]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        found = analyze(frame, ks=[1], rates=["gain/spent"]).rates["gain/spent"]
+        found = analyze(frame, k=[1], rates=["gain/spent"]).rates["gain/spent"]
     se = math.sqrt(0.125 / 6)
     assert found["estimate"] == pytest.approx(-0.5)
     assert found["se"] == pytest.approx(se)

@@ -7,6 +7,7 @@ coefficients, Holm's rule from its definition, scipy's distributions), not by re
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
@@ -22,6 +23,7 @@ from relsim.cli import main
 from relsim.errors import RelsimError
 from relsim.evalstats import TrialDataError, TrialDataWarning
 from relsim.intervals import effective_count_interval, holm
+from relsim.report.eval import write_report
 
 T975 = {1: 12.706204736174698, 2: 4.302652729749464, 3: 3.182446305284263}  # from tables
 
@@ -85,35 +87,20 @@ def test_per_task_table_in_python_and_json():
     }
 
 
-def test_ks_is_one_k_or_several_by_keyword_only():
+def test_k_is_one_argument_by_position_or_by_name():
     frame = harness()
-    one = quietly(evalstats.analyze, frame, ks=3).to_dict()
-    several = quietly(evalstats.analyze, frame, ks=[3]).to_dict()
-    assert one == several and list(one["pass_at_k"]) == ["3"]
+    by_name = quietly(evalstats.analyze, frame, k=[3]).to_dict()
+    by_position = quietly(evalstats.analyze, frame, [3]).to_dict()
+    assert by_name == by_position and list(by_name["pass_at_k"]) == ["3"]
+    assert list(quietly(evalstats.analyze, frame, k=2).to_dict()["pass_at_k"]) == ["2"]
+    assert list(quietly(evalstats.compare, frame, frame, k=2).quantities)[:3] == [
+        "success", "pass@2", "pass^2"]
+    # one name for one thing: every function of evalstats that takes k calls it k
+    for function in (evalstats.analyze, evalstats.compare, evalstats.pass_k):
+        parameters = inspect.signature(function).parameters
+        assert "k" in parameters and "ks" not in parameters, function.__name__
     with pytest.raises(TypeError):
-        evalstats.analyze(frame, [3])  # after the trials, arguments are named (as in compare)
-    with pytest.raises(TypeError):
-        evalstats.analyze(frame, k=[3])  # one name for one thing: ks, as in pass_k
-
-
-def test_no_seed_draws_a_fresh_one_that_repeats_the_run():
-    # as the engines do: seed=None is fresh entropy, recorded so that the run can be repeated
-    rng = np.random.default_rng(5)  # 30 tasks of 3 trials: a bootstrap with many outcomes
-    frame = pd.DataFrame({"task": np.repeat(np.arange(30), 3).astype(str),
-                          "trial": np.tile([1, 2, 3], 30), "success": rng.integers(0, 2, 90)})
-    settings = {"ks": [2], "interval": "percentile", "replicates": 200}
-    first = quietly(evalstats.analyze, frame, **settings)
-    assert isinstance(first.seed, int) and first.to_dict()["interval"]["seed"] == first.seed
-    again = quietly(evalstats.analyze, frame, **settings, seed=first.seed)
-    assert again.to_dict() == first.to_dict()
-    # control: the seed does decide the interval (fixed seeds, so this never flakes)
-    one, two = (quietly(evalstats.analyze, frame, **settings, seed=s).to_dict() for s in (1, 2))
-    assert one["pass_at_k"]["2"]["ci"] != two["pass_at_k"]["2"]["ci"]
-    tasks = evalstats.per_task(frame)
-    table = evalstats.pass_k(tasks, [2], interval="percentile", replicates=200)
-    repeat = evalstats.pass_k(tasks, [2], interval="percentile", replicates=200,
-                              seed=table.attrs["seed"])
-    pd.testing.assert_frame_equal(table, repeat)
+        evalstats.analyze(frame, ks=[3])
 
 
 def test_success_is_pass_at_1_one_interval():
@@ -121,10 +108,10 @@ def test_success_is_pass_at_1_one_interval():
     out = result.to_dict()
     assert out["success"]["ci"] == out["pass_at_k"]["1"]["ci"] == out["pass_hat_k"]["1"]["ci"]
     assert out["success"]["mean"] == out["pass_hat_k"]["1"]["estimate"]
-    bca = quietly(evalstats.analyze, harness(), ks=[3], interval="bca", replicates=500,
+    bca = quietly(evalstats.analyze, harness(), k=[3], interval="bca", replicates=500,
                   seed=0).to_dict()
     assert "1" not in bca["pass_at_k"]  # not asked for, but success still used its method
-    again = quietly(evalstats.analyze, harness(), ks=[1], interval="bca", replicates=500, seed=0)
+    again = quietly(evalstats.analyze, harness(), k=[1], interval="bca", replicates=500, seed=0)
     assert bca["success"]["ci"] == again.to_dict()["pass_at_k"]["1"]["ci"]
 
 
@@ -298,25 +285,27 @@ def test_compare_cost_per_success_difference_by_hand():
 def test_html_report_is_self_contained_and_shows_the_analysis(tmp_path):
     result = quietly(evalstats.analyze, harness(), ks=[1, 3], rates=["tool_errors/steps"])
     path = tmp_path / "out.html"
-    assert evalstats.write_report(result, path) == [path]
+    assert write_report(result, path) == [path]
     text = path.read_text()
-    assert text.count("<svg") == 1 and "<figure><svg" in text
+    assert text.count("<svg") == 1 and '<figure id="figure-pass-k" data-figure="pass-k">' in text
     for external in ("<script", "<link", "<img", "src=", "url(http", "url(data", 'href="http', "@import"):
         assert external not in text
     out = result.to_dict()
-    assert f"<td>success (= pass@1)</td><td>{out['success']['mean']:.4g}</td>" in text
-    assert f"<td>pass^3</td><td>{out['pass_hat_k']['3']['estimate']:.4g}</td>" in text
+    row = '<td class="wrap">{}</td><td class="num">{:.4g}</td>'
+    assert row.format("success (= pass@1)", out["success"]["mean"]) in text
+    assert row.format("pass^3", out["pass_hat_k"]["3"]["estimate"]) in text
     # the per-task table, sorted by p: d (0), b, a, c (1)
-    rows = re.findall(r"<tr><td>([abcd])</td><td>3</td>", text)
+    rows = re.findall(r'<tr><td class="wrap">([abcd])</td><td class="num">3</td>', text)
     assert rows == ["d", "b", "a", "c"]
-    assert "<td>wrong_tool</td><td>3</td><td>0.5</td>" in text
+    assert ('<td class="wrap">wrong_tool</td><td class="num">3</td><td class="num">0.5</td>'
+            in text)
     assert "rate tool_errors/steps" in text and "Infrastructure noise (infra, timeout)" in text
 
 
 @pytest.mark.slow
 def test_markdown_report_and_compare_report(tmp_path):
-    result = quietly(evalstats.analyze, harness(), ks=[3])
-    written = evalstats.write_report(result, tmp_path / "out.md")
+    result = quietly(evalstats.analyze, harness(), k=[3])
+    written = write_report(result, tmp_path / "out.md")
     assert [p.name for p in written] == ["out.md", "out.svg"]
     text = written[0].read_text()
     assert "![pass@k and pass^k against k](out.svg)" in text
@@ -326,11 +315,12 @@ def test_markdown_report_and_compare_report(tmp_path):
     cand.loc[cand["task"] == "d", "success"] = [1, 0, 1]
     comparison = quietly(evalstats.compare, harness(), cand, ks=[3])
     html = tmp_path / "cmp.html"
-    evalstats.write_report(comparison, html)
+    write_report(comparison, html)
     text = html.read_text()
-    assert "Paired differences over 4 shared tasks" in text and "<td>pass^3</td>" in text
+    assert "Paired differences over 4 shared tasks" in text
+    assert '<td class="wrap">pass^3</td>' in text
     with pytest.raises(RelsimError, match=r"^report: must be a file name ending in \.html"):
-        evalstats.write_report(result, tmp_path / "out.pdf")
+        write_report(result, tmp_path / "out.pdf")
 
 
 @pytest.mark.slow
@@ -379,7 +369,7 @@ def test_non_regular_and_oversized_files_are_refused(tmp_path, monkeypatch):
         evalstats.read_trials("/dev/zero")
     path = tmp_path / "big.csv"
     path.write_text("task,trial,success\na,1,1\n")
-    monkeypatch.setattr("relsim.evalstats.readers.MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("relsim.evalstats._frames.MAX_FILE_BYTES", 10)
     with pytest.raises(TrialDataError, match=r"file: must be at most 0 MiB"):
         evalstats.read_trials(path)
 
@@ -460,9 +450,9 @@ def test_inspect_score_values_become_success():
         "1", "0", "1", "0", "1"
     ]
     with pytest.raises(TrialDataError, match=r"^log sample 3: success: must be C/I, a boolean "
-                       r"or 0/1 \(or a score with threshold=T\), got 0.7$"):
+                       r"or 0/1 \(or a score with a threshold\), got 0.7$"):
         _success(0.7, None, "log sample 3")
-    with pytest.raises(TrialDataError, match="partial P with threshold=T"):
+    with pytest.raises(TrialDataError, match="partial P with a threshold"):
         _success("P", None, "s")
     with pytest.raises(TrialDataError, match="must be a score value"):
         _success({"a": 1}, None, "s")

@@ -109,7 +109,7 @@ BAD_FILES = [
     (
         "nonbinary.csv",
         "task,trial,success\na,1,1\na,2,2\na,3,0.5\n",
-        r" line 3: success: must be 0/1 or true/false \(or a score with threshold=T\), "
+        r" line 3: success: must be 0/1 or true/false \(or a score with a threshold\), "
         r"got '2' \(1 more row like it\)$",
     ),
     (
@@ -251,8 +251,8 @@ def test_bad_arguments_name_the_argument_and_range():
             r"confidence: must be in \(0, 1\), got 1\.0",
         ),
         (
-            lambda: evalstats.analyze(frame, ks=[1], seed=-1),
-            r"seed: must be an integer >= 0, a numpy SeedSequence or Generator, or None, got -1",
+            lambda: evalstats.analyze(frame, [1], seed=-1),
+            r"seed: must be an integer >= 0, a numpy SeedSequence or None, got -1",
         ),
         (
             lambda: evalstats.analyze(frame, ks=[1], interval="normal"),

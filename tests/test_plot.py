@@ -6,6 +6,7 @@ Reference values come from docs/model.md section 2 (the lesson's worked values) 
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -196,15 +197,19 @@ R1 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 
 @pytest.mark.slow
 def test_convergence_band_exact_line_and_estimate(ax):
     trials, seed = 20_000, 11
-    plot.convergence(R1, trials, seed, ax=ax)
+    run = relsim.simulate(R1, trials=trials, seed=seed, record=trials)
+    plot.convergence(run, relsim.evaluate(R1), ax=ax)
     estimate_line = next(line for line in ax.lines if line.get_label().startswith("Monte Carlo"))
     exact_line = next(line for line in ax.lines if line.get_label().startswith("exact"))
     exact = _hline_height(exact_line)
     assert round(exact, 6) == 0.975298  # docs/model.md section 5, R1
+    assert estimate_line.get_label() == f"Monte Carlo (seed {seed})"
     k = np.asarray(estimate_line.get_xdata())
     assert k[0] == 1 and k[-1] == trials and ax.get_xscale() == "log"
-    # The last point is the whole run's estimate (same seed, same trials).
-    run = relsim.simulate(R1, trials=trials, seed=seed)
+    # The running share of successes of the recorded trials, counted here by brute force; the
+    # last point is the whole run's estimate.
+    successes = np.cumsum(run.trajectories["outcome"].to_numpy() == "success")
+    np.testing.assert_array_equal(estimate_line.get_ydata(), successes[k - 1] / k)
     assert estimate_line.get_ydata()[-1] == pytest.approx(run.success, abs=1e-15)
     # The band: exact +- 5 sqrt(s(1-s)/k).
     band = ax.collections[0].get_paths()[0].vertices
@@ -226,13 +231,60 @@ def test_convergence_band_exact_line_and_estimate(ax):
     assert "(probability)" in ax.get_ylabel()
 
 
+def test_convergence_draws_what_it_is_given_and_runs_no_engine(ax, monkeypatch):
+    import relsim.exact
+    import relsim.montecarlo
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a figure ran an engine")
+
+    monkeypatch.setattr(relsim.montecarlo, "simulate", refuse)
+    monkeypatch.setattr(relsim.exact, "evaluate", refuse)
+    outcomes = ["success", "silent_failure", "success", "success", "detected_failure"] * 40
+    plot.convergence(outcomes, 0.6, ax=ax)
+    estimate = next(line for line in ax.lines if line.get_label() == "Monte Carlo")
+    k = np.asarray(estimate.get_xdata())
+    assert k[0] == 1 and k[-1] == 200
+    wins = np.cumsum([o == "success" for o in outcomes])
+    np.testing.assert_array_equal(estimate.get_ydata(), wins[k - 1] / k)
+    assert _hline_height(next(line for line in ax.lines if line.get_label() == "exact 0.600000")) == 0.6
+    # booleans are outcomes too, and the exact value may be a result (its success is drawn)
+    exact = SimpleNamespace(success=0.6)
+    other = plot.convergence([o == "success" for o in outcomes], exact, ax=Figure().add_subplot())
+    np.testing.assert_array_equal(other.lines[-1].get_ydata(), estimate.get_ydata())
+
+
+@pytest.mark.parametrize(
+    "run, exact, message",
+    [
+        ([], 0.5, "run: must be a run that recorded its trials"),
+        ([0, 2, 1], 0.5, "run: must be a run that recorded its trials"),
+        (["success"], 1.5, r"exact: must be an Outcome or a success in \[0, 1\]"),
+        (["success"], "0.5", r"exact: must be an Outcome or a success in \[0, 1\]"),
+    ],
+)
+def test_convergence_refuses_bad_input(run, exact, message):
+    with pytest.raises(RelsimError, match=f"^{message}"):
+        plot.convergence(run, exact, ax=Figure().add_subplot())
+
+
+def test_convergence_of_a_run_that_recorded_some_or_none_of_its_trials(ax):
+    run = relsim.simulate(R1, trials=2_000, seed=3, record=500)
+    plot.convergence(run, 0.975298, ax=ax)
+    assert ax.lines[-1].get_label() == "Monte Carlo, first 500 of 2000 trials (seed 3)"
+    assert ax.lines[-1].get_xdata()[-1] == 500
+    with pytest.raises(RelsimError, match="^run: must be a run that recorded its trials"):
+        plot.convergence(relsim.simulate(R1, trials=100, seed=3), 0.975298,
+                         ax=Figure().add_subplot())
+
+
 # ----------------------------------------------------------------------------------- pass k
 def test_pass_k_lines_and_intervals_against_the_estimators(ax):
     # Five tasks of five trials with 0..4 successes, plus one of 5: per-task pass@k is
     # 1 - C(n-c, k)/C(n, k) and pass^k is C(c, k)/C(n, k) (docs/model.md section 2).
     counts = [0, 1, 2, 3, 4, 5]
     rows = [{"task": t, "trial": j, "success": int(j < c)} for t, c in enumerate(counts) for j in range(5)]
-    analysis = relsim.evalstats.analyze(pd.DataFrame(rows), ks=[1, 2, 3], replicates=200, seed=3)
+    analysis = relsim.evalstats.analyze(pd.DataFrame(rows), k=[1, 2, 3], replicates=200, seed=3)
     plot.pass_k(analysis, ax=ax)
     at_line, hat_line = (container.lines[0] for container in ax.containers)
     for line, per_task in (
@@ -265,6 +317,35 @@ def test_pass_k_takes_the_table_and_refuses_other_things(ax):
     np.testing.assert_allclose(container.lines[0].get_ydata(), [0.5, 0.75])
     with pytest.raises(RelsimError, match="^analysis: must be a TrialAnalysis"):
         plot.pass_k(pd.DataFrame({"estimate": [1.0]}), ax=Figure().add_subplot())
+
+
+def test_paired_differences_points_and_bars_are_the_comparison(ax):
+    # Four tasks, two trials each; the candidate fixes task d: success differences by task
+    # are 0, 0, 0, 1 (mean 0.25), pass@2 differences 0, 0, 0, 1 too.
+    base = pd.DataFrame({"task": list("aabbccdd"), "trial": [1, 2] * 4,
+                         "success": [1, 1, 0, 1, 0, 0, 0, 0]})
+    cand = base.assign(success=[1, 1, 0, 1, 0, 0, 1, 1])
+    comparison = relsim.evalstats.compare(base, cand, k=[2])
+    plot.paired_differences(comparison, ax=ax)
+    (container,) = ax.containers
+    np.testing.assert_allclose(container.lines[0].get_xdata(), [0.25, 0.25, 0.25])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["success", "pass@2", "pass^2"]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first quantity on top
+    for segment, name in zip(container.lines[2][0].get_segments(), ["success", "pass@2", "pass^2"]):
+        assert sorted(segment[:, 0]) == pytest.approx(comparison.quantities[name]["ci"])
+    zero = next(line for line in ax.lines if list(line.get_xdata()) == [0.0, 0.0])
+    assert zero is not None
+    # its to_dict() draws the same; a quantity without a difference is left out, one without
+    # an interval has a bar of no length
+    out = comparison.to_dict()
+    out["quantities"]["pass^2"]["difference"] = None
+    out["quantities"]["pass@2"]["ci"] = [None, None]
+    other = plot.paired_differences(out, ax=Figure().add_subplot())
+    assert [t.get_text() for t in other.get_yticklabels()] == ["success", "pass@2"]
+    segment = other.containers[0].lines[2][0].get_segments()[1]
+    assert segment[0, 0] == segment[1, 0] == 0.25
+    with pytest.raises(RelsimError, match="^comparison: must be a Comparison or its to_dict()"):
+        plot.paired_differences({"success": 0.1}, ax=Figure().add_subplot())
 
 
 # ------------------------------------------------------------------------- the shared rules

@@ -177,6 +177,121 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+# --------------------------------------------------------------- the harness report (evals)
+NASTY = "<script>alert(1)</script> [x](http://e.x) *y* a|b"
+
+
+def _trials(nasty: str = "plain") -> "pd.DataFrame":
+    """Six tasks x 4 trials (1..4 successes), a cost column and failure categories."""
+    import pandas as pd
+
+    rows = []
+    for task in range(6):
+        for trial in range(4):
+            success = int(trial < 1 + task % 4)
+            rows.append({"task": f"t{task}" if task else nasty, "trial": trial, "success": success,
+                         "cost": 1.0 + trial, "category": "" if success else (nasty if trial % 2 else "infra")})
+    return pd.DataFrame(rows)
+
+
+def _analysis(**kwargs):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", relsim.evalstats.TrialDataWarning)
+        return relsim.evalstats.analyze(_trials(**kwargs.pop("names", {})), **kwargs)
+
+
+def test_eval_report_is_a_page_of_the_one_stack():
+    from relsim.report import eval as eval_report
+    from relsim.report._html import STYLE
+
+    result = _analysis(k=[1, 2, 4])
+    report = eval_report.render(result, command="relsim analyze t.csv --report t.html")
+    html = report.html
+    assert report.figures == ("pass-k",) and report.meets_target is None
+    assert [s.id for s in report.sections] == ["figure", "headline", "per-task", "metrics", "categories"]
+    # the design review's page: its stylesheet, its way of writing SVG (text stays text, ids
+    # prefixed with the figure's name), its footer with the command
+    design = render({"steps": 3, "p": 0.9}, trials=0).html
+    style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
+    assert style == re.search(r"<style>(.*?)</style>", design, re.S).group(1) and style.strip() == STYLE.strip()
+    figure = html.split('data-figure="pass-k"', 1)[1].split("</svg>", 1)[0]
+    assert "<text" in figure and 'role="img"' in figure
+    assert all(i.startswith("pass-k-") for i in re.findall(r'\sid="([^"]+)"', figure))
+    assert "<code>relsim analyze t.csv --report t.html</code>" in html
+    for forbidden in ("<script", "<link", "<img", "<iframe", "@import", " src="):
+        assert forbidden not in html.lower(), forbidden
+    # the same result gives the same page, byte for byte
+    assert eval_report.render(result, command="relsim analyze t.csv --report t.html").html == html
+
+
+def test_eval_report_figure_is_plot_pass_k_of_the_whole_curve_with_the_analysis_seed():
+    # A bootstrap interval with seed=None: the analysis records the entropy it drew, and the
+    # figure's curve, over every k, passes through the table's k with the same intervals.
+    import pandas as pd
+
+    from relsim.report import eval as eval_report
+
+    counts = np.random.default_rng(4).integers(0, 5, 40)
+    trials = pd.DataFrame([{"task": task, "trial": trial, "success": int(trial < count)}
+                           for task, count in enumerate(counts) for trial in range(4)])
+    settings = dict(k=[2], interval="bca", replicates=300)
+    result = relsim.evalstats.analyze(trials, **settings)
+    axes = eval_report.figure(result).axes[0]
+    for metric, label in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")):
+        drawn = next(c for c in axes.containers if c.get_label().startswith(label))
+        assert list(drawn.lines[0].get_xdata()) == [1, 2, 3, 4]
+        table = result.pass_k.loc[(metric, 2)]
+        assert drawn.lines[0].get_ydata()[1] == pytest.approx(table["estimate"])
+        bar = drawn.lines[2][0].get_segments()[1]
+        assert sorted(bar[:, 1]) == pytest.approx([table["ci_low"], table["ci_high"]])
+    # negative control: another analysis draws fresh entropy, and other intervals
+    other = relsim.evalstats.analyze(trials, **settings)
+    assert other.seed != result.seed
+    assert not np.allclose(other.pass_k[["ci_low", "ci_high"]], result.pass_k[["ci_low", "ci_high"]])
+
+
+def test_eval_report_escapes_user_text_in_html_and_markdown(tmp_path):
+    from relsim.report import eval as eval_report
+
+    result = _analysis(k=[2], names={"nasty": NASTY})
+    html = eval_report.render(result).html
+    assert "<script" not in html and html_module.escape(NASTY) in html
+    written = eval_report.write_report(result, tmp_path / "r.md")
+    text = written[0].read_text(encoding="utf-8")
+    escaped = r"&lt;script&gt;alert(1)&lt;/script&gt; \[x\](http://e.x) \*y\* a\|b"
+    assert "<script" not in text and escaped in text
+    # a table row keeps its columns: no | of the user's splits a cell (the task's row: task,
+    # trials, successes, p, pass@2, pass^2, 7 bars; the category's: category, count, share,
+    # CI, tasks, 6 bars)
+    rows = [line for line in text.splitlines() if line.startswith("| " + escaped)]
+    assert sorted(row.replace("\\|", "").count("|") for row in rows) == [6, 7]
+    assert written[1].read_text(encoding="utf-8").startswith("<svg")
+    svg_file = written[1].read_text(encoding="utf-8")
+    assert 'xmlns="http://www.w3.org/2000/svg"' in svg_file  # a file an image viewer opens
+
+
+def test_eval_report_of_a_comparison():
+    import warnings
+
+    from relsim.report import eval as eval_report
+
+    base = _trials()
+    cand = base.assign(success=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", relsim.evalstats.TrialDataWarning)
+        comparison = relsim.evalstats.compare(base, cand, k=[2])
+    report = eval_report.render(comparison)
+    assert report.figures == ("differences",)
+    assert [s.id for s in report.sections] == ["figure", "differences", "per-task"]
+    success = comparison.quantities["success"]
+    assert f'<td class="wrap">success</td><td class="num">6</td>' in report.html
+    assert f'<td class="num">{success["difference"]:.4g}</td>' in report.html
+    with pytest.raises(relsim.errors.RelsimError, match="^result: must be a TrialAnalysis or a Comparison"):
+        eval_report.render({"tasks": 3})
+
+
 # ------------------------------------------------------------------------ a real browser
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
 FLAGS = (
@@ -257,6 +372,28 @@ def test_report_in_a_real_browser(tmp_path):
     assert pdf.exists(), printed.stderr[-2000:]
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 3
+
+
+@pytest.mark.slow
+def test_eval_report_in_a_real_browser(tmp_path):
+    from relsim.report import eval as eval_report
+
+    result = _analysis(k=[1, 2, 4], names={"nasty": NASTY})
+    page = tmp_path / "harness.html"
+    assert eval_report.write_report(result, page) == [page]
+    html = page.read_text(encoding="utf-8")
+    pixels, stderr = _screenshot(page, tmp_path)
+    assert pixels[..., :3].std() > 0.05, "the screenshot is blank"
+    assert _console(stderr) == []  # the task named <script> ran nothing
+    probed = tmp_path / "probed.html"
+    probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(probed, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    sizes = json.loads(re.search(r'<pre id="relsim-probe">(.*?)</pre>', dom.stdout).group(1))
+    assert list(sizes) == ["pass-k"]
+    width, height = sizes["pass-k"]
+    assert width > 300 and height > 150, f"the figure is not shown ({width} x {height})"
+    assert NASTY in html_module.unescape(dom.stdout)  # shown as text
 
 
 @pytest.mark.slow

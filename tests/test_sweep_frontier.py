@@ -79,7 +79,7 @@ GRID = {
 
 def test_pareto_draws_every_design_and_the_frontier_through_its_rows():
     frame = sweep(GRID)
-    ax = pareto(frame, annotate=["verifier.miss", "retries.per_step"])
+    ax = pareto(frame, frontier(frame), annotate=["verifier.miss", "retries.per_step"])
     try:
         designs = next(c for c in ax.collections if c.get_gid() == "designs")
         finite = frame[np.isfinite(frame["cost_per_success"])]  # p = 0: never succeeds, no place
@@ -103,7 +103,8 @@ def test_pareto_on_given_axes_and_other_columns():
     frame = sweep(GRID)
     figure, ax = plt.subplots()
     try:
-        assert pareto(frame, cost="expected_attempts", value="silent_failure", ax=ax) is ax
+        best = frontier(frame, cost="expected_attempts", value="silent_failure")
+        assert pareto(frame, best, cost="expected_attempts", value="silent_failure", ax=ax) is ax
         assert len(ax.texts) == 0  # no labels unless asked for
         assert ax.get_xlabel() == "attempts per trial"
         assert ax.get_ylabel() == "silent failure (probability per trial)"
@@ -112,3 +113,36 @@ def test_pareto_on_given_axes_and_other_columns():
         assert line.get_xydata().tolist() == best[["expected_attempts", "silent_failure"]].values.tolist()
     finally:
         plt.close(figure)
+
+
+def test_pareto_draws_the_frontier_it_is_given_by_increasing_cost():
+    # The figure draws the rows it is handed (it computes no frontier): here two rows that are
+    # not the frontier at all, given in decreasing cost.
+    frame = pd.DataFrame({"cost_per_success": [1.0, 2.0, 3.0, math.inf], "success": [0.5, 0.9, 0.4, 0.0],
+                          "point": [0, 1, 2, 3]})
+    given_rows = frame.iloc[[2, 0]]
+    ax = pareto(frame, given_rows, annotate="point")
+    try:
+        line = next(ln for ln in ax.lines if ln.get_gid() == "frontier")
+        assert line.get_xydata().tolist() == [[1.0, 0.5], [3.0, 0.4]]
+        assert [text.get_text() for text in ax.texts] == ["0", "2"]
+        designs = next(c for c in ax.collections if c.get_gid() == "designs")
+        assert len(designs.get_offsets()) == 3  # the infinite cost has no place
+    finally:
+        plt.close(ax.figure)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"cost": "price"}, "^cost: must be a column of the frame and of the frontier"),
+        ({"value": "name"}, "^value: must be a column of the frame and of the frontier"),
+        ({"annotate": "nope"}, "^annotate: must be columns of the frontier"),
+    ],
+)
+def test_pareto_bad_columns(kwargs, message):
+    frame = pd.DataFrame({"cost_per_success": [1.0, 2.0], "success": [0.5, 0.9]})
+    with pytest.raises(RelsimError, match=message):
+        pareto(frame, frontier(frame), **kwargs)
+    with pytest.raises(RelsimError, match="^cost: must be a column of the frame and of the frontier"):
+        pareto(frame, frame[["success"]])

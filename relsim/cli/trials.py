@@ -31,6 +31,10 @@ nonzero_float = _args.ranged(
     "a nonzero number in [-1, 1]",
 )
 
+#: The bootstrap's seed when none is given: the library draws fresh entropy for None, the
+#: command line stays reproducible (the same command prints the same numbers).
+DEFAULT_SEED = 0
+
 # relsim.evalstats.MIN_REPLICATES, repeated here because building the parser must not import
 # numpy (a test holds the two together)
 MIN_REPLICATES = 100
@@ -75,7 +79,7 @@ def add_parser(subparsers) -> None:
         help="k for pass@k and pass^k (default 1,3,5, those not above the most trials of a task)",
     )
     analyze.add_argument(
-        "--seed", type=nonnegative_int, default=0, help="bootstrap seed (default 0)"
+        "--seed", type=nonnegative_int, default=None, help=f"bootstrap seed (default {DEFAULT_SEED})"
     )
     analyze.add_argument(
         "--replicates",
@@ -231,6 +235,36 @@ def _quietly(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
+#: Defaults of the flags :func:`_flags` leaves out (those not None).
+_DEFAULTS = {"interval": "jeffreys", "infra_categories": ["infra", "timeout"], "target": 0.95}
+
+
+def _flags(args: argparse.Namespace, names) -> list[str]:
+    """The flags among ``names`` set to other than their default, as command-line words
+    (``--rate`` repeated, other lists joined with commas)."""
+    words: list[str] = []
+    for name in names:
+        value = getattr(args, name)
+        flag = "--" + name.replace("_", "-")
+        if value is None or value == [] or value == _DEFAULTS.get(name):
+            continue
+        if name == "rate":
+            for item in value:
+                words += [flag, item]
+        elif isinstance(value, list):
+            words += [flag, ",".join(str(item) for item in value)]
+        else:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return words
+
+
+def _command(name: str, inputs: list[str], flags: list[str], report: str) -> str:
+    """The command line that makes this report again (shown in its footer)."""
+    import shlex
+
+    return "relsim " + shlex.join([name, *inputs, *flags, "--report", report])
+
+
 def _interval(low, high) -> str:
     if low is None or high is None:
         return "[n/a]"
@@ -258,13 +292,14 @@ def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     result = _quietly(
         evalstats.analyze,
         args.trials,
-        ks=args.k,
+        k=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
-        seed=args.seed,
+        seed=seed,
         replicates=replicates,
         interval=args.interval,
         target=args.target,
@@ -273,14 +308,19 @@ def run_analyze(args: argparse.Namespace) -> int:
         infra_categories=args.infra_categories,
     )
     _warn(result.warnings)
-    if args.interval == "jeffreys" and (args.replicates is not None or args.seed != 0):
+    if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
         _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
                "percentile); the default jeffreys interval draws nothing"])
     written = None
     if args.report:
-        from relsim.evalstats.report import write_report
+        from relsim.report.eval import write_report
 
-        written = write_report(result, args.report)
+        flags = _flags(args, ("k", "threshold", "scorer", "interval", "rate", "category",
+                              "infra_categories", "target"))
+        if args.interval != "jeffreys":
+            flags += ["--seed", str(seed), "--replicates", str(replicates)]
+        written = write_report(result, args.report,
+                               command=_command("analyze", [args.trials], flags, args.report))
     out = result.to_dict()
     if args.json:
         if written:
@@ -392,16 +432,18 @@ def run_compare(args: argparse.Namespace) -> int:
         evalstats.compare,
         args.baseline,
         args.candidate,
-        ks=args.k,
+        k=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
     )
     _warn(result.warnings)
     written = None
     if args.report:
-        from relsim.evalstats.report import write_report
+        from relsim.report.eval import write_report
 
-        written = write_report(result, args.report)
+        flags = _flags(args, ("k", "threshold", "scorer"))
+        command = _command("compare", [args.baseline, args.candidate], flags, args.report)
+        written = write_report(result, args.report, command=command)
     out = result.to_dict()
     if args.json:
         if written:

@@ -34,23 +34,29 @@ Conventions
   column) and :class:`relsim.errors.RelsimError` for an argument, both in the one format
   ``<where>: <key>: must be <allowed>, got <value>``.
 
-The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``inspect_logs``
-(Inspect eval logs), ``estimators`` (per-task table, success mean, pass@k and pass^k),
-``metrics`` (metric columns, rates, cost per success, failure categories), ``bootstrap``
-(the cluster bootstrap; its intervals live in :mod:`relsim.intervals`), ``analysis``
-(:func:`analyze`), ``comparison`` (:func:`compare`), ``power`` and ``report`` (the harness
-report, HTML or Markdown). Results are pandas objects or frozen result objects with
-``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
-scipy are imported inside the functions that use them.
+The parts, by concern, bottom up: ``_common`` (the error, the warning, shared checks),
+``_frames`` (the checked trials frame every reader builds), ``inspect_logs`` (Inspect eval
+logs), ``readers`` (CSV, JSONL, DataFrames, and the one dispatcher over every source),
+``estimators`` (per-task table, success mean, pass@k and pass^k), ``metrics`` (metric
+columns, rates, cost per success, failure categories), ``bootstrap`` (the cluster bootstrap;
+its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
+``comparison`` (:func:`compare`) and ``power``. The harness report that shows an analysis or
+a comparison is a view, in :mod:`relsim.report.eval`. Results are pandas objects or frozen
+result objects with ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one
+row). pandas and scipy are imported inside the functions that use them.
+
+Seeds are as in the engines: ``seed`` is an integer >= 0, a ``numpy.random.SeedSequence`` or
+None (fresh entropy, recorded in the result so the run can be repeated); only the bootstrap
+intervals draw.
 """
 
 from __future__ import annotations
 
 from relsim.evalstats._common import TrialDataError, TrialDataWarning
-from relsim.evalstats.analysis import DEFAULT_KS, TrialAnalysis, analyze
+from relsim.evalstats.analysis import TrialAnalysis, analyze
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
 from relsim.evalstats.comparison import Comparison, compare
-from relsim.evalstats.estimators import pass_k, per_task, success_rate
+from relsim.evalstats.estimators import DEFAULT_K, pass_k, per_task, success_rate
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
 from relsim.evalstats.power import MIN_TASKS, minimum_detectable_effect, tasks_needed
@@ -61,11 +67,10 @@ from relsim.evalstats.readers import (
     REQUIRED_COLUMNS,
     read_trials,
 )
-from relsim.evalstats.report import write_report
 
 __all__ = [
     "DEFAULT_INFRA_CATEGORIES",
-    "DEFAULT_KS",
+    "DEFAULT_K",
     "DEFAULT_REPLICATES",
     "INTERVALS",
     "MAX_FILE_BYTES",
@@ -87,5 +92,4 @@ __all__ = [
     "read_trials",
     "success_rate",
     "tasks_needed",
-    "write_report",
 ]

@@ -1,5 +1,6 @@
-"""What every part of ``relsim.evalstats`` shares: its error and warning, and argument checks
-(a result's one-row frame is :func:`relsim.results.one_row`, shared with every result)."""
+"""What every part of ``relsim.evalstats`` shares: its error and warning, argument checks and
+per-task sums (a result's one-row frame is :func:`relsim.results.one_row`, shared with every
+result)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,9 @@ def is_count(value: Any) -> bool:
 def check_confidence(confidence: float) -> None:
     if not (is_real(confidence) and 0.0 < confidence < 1.0):
         raise invalid("confidence", "in (0, 1)", confidence)
+
+
+def task_sums(codes: np.ndarray, tasks: int, values: np.ndarray) -> np.ndarray:
+    """Per-task sums of ``values`` (scaled so the sum cannot overflow, then scaled back)."""
+    scale = float(np.max(np.abs(values))) if values.size and np.any(values) else 1.0
+    return np.bincount(codes, weights=values / scale, minlength=tasks) * scale

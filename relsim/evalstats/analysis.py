@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any, Iterable, cast
 
 import numpy as np
 
+from relsim._running import check_seed
 from relsim.errors import invalid
 from relsim.evalstats._common import TrialDataWarning, is_real
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES
 from relsim.evalstats.estimators import (
-    check_ks,
+    DEFAULT_K,
+    check_k,
     counts,
-    fresh_seed,
+    default_k,
     pass_k_table,
     per_task,
     task_values,
@@ -28,10 +30,7 @@ from relsim.results import jsonable, one_row
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["DEFAULT_KS", "TrialAnalysis", "analyze"]
-
-#: The k reported when none are asked for (those above the largest trial count are dropped).
-DEFAULT_KS = (1, 3, 5)
+__all__ = ["DEFAULT_K", "TrialAnalysis", "analyze"]
 
 
 @dataclass(frozen=True, eq=False)  # holds DataFrames: compare .to_dict() instead
@@ -79,6 +78,8 @@ class TrialAnalysis:
         ``required_step_success``, ``retries``, ``success``, ``feasible``, ``command``).
     replicates, seed, confidence, interval
         The interval's settings (``replicates`` and ``seed`` matter to the bootstrap ones).
+        ``seed`` is the one the bootstrap drew from: the integer given, the entropy drawn for
+        ``seed=None`` (so the run can be repeated), or the SeedSequence given.
     source : str
         What was read (a path, or ``"trials"`` for a DataFrame).
     warnings : tuple of str
@@ -99,7 +100,7 @@ class TrialAnalysis:
     errors: dict[str, Any] | None = None
     steps: dict[str, Any] | None = None
     replicates: int = DEFAULT_REPLICATES
-    seed: Any = None
+    seed: int | np.random.SeedSequence | None = None
     confidence: float = 0.95
     interval: str = "jeffreys"
     source: str = "trials"
@@ -179,9 +180,9 @@ class TrialAnalysis:
             out["errors"] = self.errors
         if self.steps is not None:
             out["steps"] = self.steps
-        seed = self.seed
-        if not (seed is None or isinstance(seed, (int, np.integer))):
-            seed = str(seed)  # a SeedSequence or Generator: shown, as JSON cannot hold it
+        seed: Any = self.seed
+        if isinstance(seed, np.random.SeedSequence):
+            seed = str(seed)  # shown, as JSON cannot hold it
         out["interval"] = {
             "method": self.interval,
             "confidence": self.confidence,
@@ -227,8 +228,8 @@ class TrialAnalysis:
 
 def analyze(
     trials: str | Path | pd.DataFrame,
+    k: Iterable[int] | int | None = None,
     *,
-    ks: Iterable[int] | int | None = None,
     threshold: float | None = None,
     scorer: str | None = None,
     seed: int | np.random.SeedSequence | None = None,
@@ -248,17 +249,17 @@ def analyze(
     trials : str, Path or pandas.DataFrame
         A CSV/JSONL file or a DataFrame (see :func:`read_trials`), or an Inspect eval log
         (a ``.eval`` or ``.json`` file, or a log directory; see :func:`read_inspect_log`).
-    ks : int or iterable of int, optional
+    k : int or iterable of int, optional
         The k for pass@k and pass^k, each in [1, max n_i]. Default: those of
-        :data:`DEFAULT_KS` not above the largest trial count.
+        :data:`DEFAULT_K` not above the largest trial count.
     threshold : float, optional
         Numeric scores: success when ``score >= threshold``.
     scorer : str, optional
         Inspect logs: the scorer whose value is success (needed when there are several).
     seed, replicates, confidence, interval
         The interval level and method (see :func:`pass_k`; the seed and replicates matter to
-        the bootstrap methods only). ``seed=None`` draws a fresh seed, recorded in the
-        result's ``seed`` so that the run can be repeated.
+        the bootstrap methods only). ``seed`` is an integer >= 0, a SeedSequence, or None
+        for fresh entropy (recorded in the result's ``seed``).
     target : float
         In (0, 1]: the end-to-end target for the plan drawn from ``steps``.
     rates : iterable of str
@@ -293,7 +294,7 @@ def analyze(
     >>> import pandas as pd
     >>> trials = pd.DataFrame({"task": list("aaabbb"), "trial": [1, 2, 3] * 2,
     ...                        "success": [1, 0, 0, 1, 1, 1]})
-    >>> result = analyze(trials, ks=[1, 2])
+    >>> result = analyze(trials, k=[1, 2])
     >>> round(result.to_dict()["pass_hat_k"]["2"]["estimate"], 6)  # (0 + 1) / 2
     0.5
     """
@@ -301,20 +302,16 @@ def analyze(
 
     from relsim.evalstats import metrics as metric_tools
 
-    if isinstance(ks, (int, np.integer)):
-        ks = [ks]
-    seed = fresh_seed(seed)
+    seed_sequence, seed_value = check_seed(seed)
     frame = load_trials(trials, threshold, scorer)
     if not (is_real(target) and 0.0 < target <= 1.0):
         raise invalid("target", "in (0, 1]", target)
     tasks = per_task(frame)
     largest = int(tasks["trials"].max())
-    if ks is None:
-        ks = [value for value in DEFAULT_KS if value <= largest] or [1]
-    ks = check_ks(ks, largest)
+    ks = check_k(default_k(largest) if k is None else k, largest)
     with_one = sorted(set(ks) | {1})
     table, messages = pass_k_table(
-        tasks, with_one, replicates=replicates, seed=seed, confidence=confidence,
+        tasks, with_one, replicates=replicates, seed=seed_sequence, confidence=confidence,
         interval=interval,
     )
     first = _pass_at_1(table)
@@ -398,7 +395,9 @@ def analyze(
         errors=errors,
         steps=steps,
         replicates=int(replicates),
-        seed=seed,
+        # what reproduces the draws: the SeedSequence as given (its spawn key too), else the
+        # integer given or the entropy drawn for None
+        seed=seed if isinstance(seed, np.random.SeedSequence) else seed_value,
         confidence=float(confidence),
         interval=interval,
         source=str(frame.attrs.get("relsim_source", "trials")),
@@ -456,8 +455,10 @@ def _without_infrastructure(
         )
     kept.attrs.update(frame.attrs)
     rest = per_task(kept)
-    table, _ = pass_k_table(rest, [1], replicates=DEFAULT_REPLICATES, seed=0,
-                            confidence=confidence, interval="jeffreys")
+    # the Jeffreys interval draws nothing: any seed will do
+    table, _ = pass_k_table(rest, [1], replicates=DEFAULT_REPLICATES,
+                            seed=np.random.SeedSequence(0), confidence=confidence,
+                            interval="jeffreys")
     row = _pass_at_1(table)
     out = {
         "categories": names,

@@ -36,8 +36,8 @@ import numpy as np
 
 from relsim import intervals
 from relsim.errors import RelsimError
-from relsim.evalstats._common import TrialDataWarning, check_confidence
-from relsim.evalstats.estimators import check_ks, counts, per_task, task_values
+from relsim.evalstats._common import TrialDataWarning, check_confidence, task_sums
+from relsim.evalstats.estimators import check_k, counts, default_k, per_task, task_values
 from relsim.evalstats.readers import load_trials
 from relsim.results import jsonable, one_row
 
@@ -126,7 +126,7 @@ def compare(
     baseline: str | Path | pd.DataFrame,
     candidate: str | Path | pd.DataFrame,
     *,
-    ks: Iterable[int] | int | None = None,
+    k: Iterable[int] | int | None = None,
     threshold: float | None = None,
     scorer: str | None = None,
     confidence: float = 0.95,
@@ -141,9 +141,9 @@ def compare(
     ----------
     baseline, candidate : str, Path or pandas.DataFrame
         Trial tables or Inspect logs (see :func:`analyze`).
-    ks : int or iterable of int, optional
-        The k for pass@k and pass^k (default: those of 1, 3, 5 within the smallest largest
-        trial count of the two).
+    k : int or iterable of int, optional
+        The k for pass@k and pass^k (default: those of :data:`DEFAULT_K` within the smaller
+        of the two evals' largest trial counts).
     threshold : float, optional
         Numeric scores: success when ``score >= threshold`` (both tables).
     scorer : str, optional
@@ -173,8 +173,6 @@ def compare(
     import pandas as pd
 
     check_confidence(confidence)
-    if isinstance(ks, (int, np.integer)):
-        ks = [ks]
     frames = [load_trials(source, threshold, scorer) for source in (baseline, candidate)]
     tables = [per_task(frame) for frame in frames]
     base, cand = tables
@@ -198,9 +196,7 @@ def compare(
     n_a, c_a = counts(base)
     n_b, c_b = counts(cand)
     largest = int(min(n_a.max(), n_b.max()))
-    if ks is None:
-        ks = [value for value in (1, 3, 5) if value <= largest] or [1]
-    ks = check_ks(ks, largest)
+    ks = check_k(default_k(largest) if k is None else k, largest)
     with_one = sorted(set(ks) | {1})
     values_a = task_values(n_a, c_a, with_one)
     values_b = task_values(n_b, c_b, with_one)
@@ -219,7 +215,6 @@ def compare(
     codes = [
         pd.Index(shared).get_indexer(frame["task"]) for frame in frames
     ]  # -1 for a task in one file only
-    from relsim.evalstats.metrics import _task_sums
 
     def totals(frame, code, column, mask=None):
         keep = code >= 0
@@ -227,7 +222,7 @@ def compare(
         present = ~np.isnan(values) & keep
         if mask is not None:
             present &= mask
-        y = _task_sums(code[present], len(shared), values[present])
+        y = task_sums(code[present], len(shared), values[present])
         x = np.bincount(code[present], minlength=len(shared)).astype(float)
         return y, x
 
@@ -235,7 +230,7 @@ def compare(
         pairs = []
         for frame, code in zip(frames, codes):
             keep = code >= 0
-            y = _task_sums(code[keep], len(shared), frame["cost"].to_numpy(dtype=float)[keep])
+            y = task_sums(code[keep], len(shared), frame["cost"].to_numpy(dtype=float)[keep])
             x = np.bincount(
                 code[keep], weights=frame["success"].to_numpy(dtype=float)[keep],
                 minlength=len(shared),

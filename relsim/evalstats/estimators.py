@@ -7,11 +7,12 @@ the task as the unit of sampling (see ``relsim.evalstats``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, cast
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from relsim import intervals
+from relsim._running import check_seed
 from relsim.errors import invalid, show
 from relsim.evalstats import bootstrap
 from relsim.evalstats._common import TrialDataError, check_confidence
@@ -21,7 +22,10 @@ from relsim.evalstats.readers import trials_frame
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["pass_k", "per_task", "success_rate"]
+__all__ = ["DEFAULT_K", "pass_k", "per_task", "success_rate"]
+
+#: The k reported when none are asked for (those above the largest trial count are dropped).
+DEFAULT_K = (1, 3, 5)
 
 
 def per_task(trials: pd.DataFrame | str | Path, *, threshold: float | None = None) -> pd.DataFrame:
@@ -139,10 +143,10 @@ def effective_interval(
 
 def pass_k(
     tasks: pd.DataFrame,
-    ks: Iterable[int],
+    k: Iterable[int] | int,
     *,
     replicates: int = DEFAULT_REPLICATES,
-    seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
     interval: str = "jeffreys",
 ) -> pd.DataFrame:
@@ -196,14 +200,15 @@ def pass_k(
     ----------
     tasks : pandas.DataFrame
         The output of :func:`per_task` (needs ``trials`` and ``successes``).
-    ks : iterable of int
-        Each an integer in [1, max n_i].
+    k : int or iterable of int
+        The k, each an integer in [1, max n_i].
     replicates : int
         Bootstrap replicates, an integer >= :data:`MIN_REPLICATES` (default
         :data:`DEFAULT_REPLICATES`).
-    seed : int, SeedSequence, Generator or None
-        Seeds the bootstrap (``numpy.random.default_rng(seed)``); None draws a fresh seed,
-        recorded in the table's ``attrs["seed"]`` so that the run can be repeated.
+    seed : int >= 0, numpy.random.SeedSequence or None
+        Seeds the bootstrap (``numpy.random.default_rng(SeedSequence(seed))``, the stream of
+        ``default_rng(seed)``); None draws fresh entropy, as the engines do. The Jeffreys
+        interval draws nothing.
     confidence : float
         In (0, 1).
     interval : {"jeffreys", "bca", "percentile"}
@@ -226,37 +231,32 @@ def pass_k(
     >>> float(pass_k(tasks, [2], replicates=100).loc[("pass_at_k", 2), "estimate"])
     0.7
     """
-    seed = fresh_seed(seed)
+    seed_sequence, _ = check_seed(seed)
     table, _ = pass_k_table(
-        tasks, ks, replicates=replicates, seed=seed, confidence=confidence, interval=interval
+        tasks, k, replicates=replicates, seed=seed_sequence, confidence=confidence,
+        interval=interval,
     )
     table.attrs["seed"] = seed
     return table
 
 
-def fresh_seed(seed: Any) -> Any:
-    """``seed``, or for None a fresh one (as the engines draw it) that can be recorded."""
-    if seed is not None:
-        return seed
-    return int(cast(int, np.random.SeedSequence().entropy))  # drawn fresh: a 128-bit int
-
-
 def pass_k_table(
     tasks: pd.DataFrame,
-    ks: Iterable[int],
+    k: Iterable[int] | int,
     *,
     replicates: int,
-    seed: int | np.random.SeedSequence | np.random.Generator | None,
+    seed: np.random.SeedSequence,
     confidence: float,
     interval: str,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`pass_k`'s table and what to warn about (unequal counts, lonely k)."""
+    """:func:`pass_k`'s table and what to warn about (unequal counts, lonely k); ``seed`` is
+    the checked seed sequence of the bootstrap."""
     import pandas as pd
 
     check_confidence(confidence)
     bootstrap.check_settings(replicates, interval)
     n, c = counts(tasks)
-    ks = check_ks(ks, int(n.max()))
+    ks = check_k(k, int(n.max()))
 
     messages = []
     if n.min() != n.max():
@@ -268,12 +268,6 @@ def pass_k_table(
         )
 
     values = task_values(n, c, ks)
-    try:
-        rng = np.random.default_rng(seed)
-    except (TypeError, ValueError):
-        raise invalid(
-            "seed", "an integer >= 0, a numpy SeedSequence or Generator, or None", seed
-        ) from None
     column_ks = list(ks) * 2
     eligible_counts = np.array([(n >= k).sum() for k in ks] * 2)
     estimates, se = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
@@ -284,6 +278,7 @@ def pass_k_table(
         )
     if interval != "jeffreys":
         bootstrap.check_work(replicates, len(n), values.shape[1])
+        rng = np.random.default_rng(seed)
         replicate_means = bootstrap.cluster_bootstrap(values, replicates, rng)
         for column in map(int, np.flatnonzero(eligible_counts >= 2)):
             low[column], high[column] = bootstrap.interval(
@@ -367,20 +362,25 @@ def counts(tasks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return n.astype(np.int64), c.astype(np.int64)
 
 
-def check_ks(ks: Iterable[int], largest: int) -> list[int]:
-    """``ks`` as a sorted list of distinct integers in [1, largest]."""
+def default_k(largest: int) -> list[int]:
+    """The k of :data:`DEFAULT_K` not above ``largest`` (the most trials of a task), else 1."""
+    return [value for value in DEFAULT_K if value <= largest] or [1]
+
+
+def check_k(k: Iterable[int] | int, largest: int) -> list[int]:
+    """``k`` (one integer or several) as a sorted list of distinct integers in [1, largest]."""
     try:
-        given = list(ks)
-        values = [int(k) for k in given]
-        if any(isinstance(k, bool) or int(k) != k for k in given):
+        given = [k] if isinstance(k, (int, np.integer)) else list(k)
+        values = [int(value) for value in given]
+        if any(isinstance(value, bool) or int(value) != value for value in given):
             raise TypeError
     except (TypeError, ValueError):
-        raise invalid("k", "integers >= 1", ks) from None
+        raise invalid("k", "integers >= 1", k) from None
     if not values:
         raise invalid("k", "at least one value", given)
-    for k in values:
-        if k < 1 or k > largest:
+    for value in values:
+        if value < 1 or value > largest:
             raise invalid(
-                "k", f"in [1, {largest}] (the largest number of trials of a task)", k
+                "k", f"in [1, {largest}] (the largest number of trials of a task)", value
             )
     return sorted(set(values))

@@ -31,6 +31,7 @@ import numpy as np
 
 from relsim import intervals
 from relsim.errors import invalid
+from relsim.evalstats._common import task_sums
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -105,12 +106,6 @@ def ratio(
     return out
 
 
-def _task_sums(codes: np.ndarray, tasks: int, values: np.ndarray) -> np.ndarray:
-    """Per-task sums of ``values`` (scaled so the sum cannot overflow, then scaled back)."""
-    scale = float(np.max(np.abs(values))) if values.size and np.any(values) else 1.0
-    return np.bincount(codes, weights=values / scale, minlength=tasks) * scale
-
-
 def metric_summary(
     frame: pd.DataFrame, codes: np.ndarray, tasks: int, column: str, confidence: float = 0.95
 ) -> dict[str, Any]:
@@ -121,12 +116,12 @@ def metric_summary(
     filled = np.where(present, values, 0.0)
     success = frame["success"].to_numpy() == 1
     everyone = ratio(
-        _task_sums(codes, tasks, filled),
+        task_sums(codes, tasks, filled),
         np.bincount(codes, weights=present.astype(float), minlength=tasks),
         confidence,
     )
     winners = ratio(
-        _task_sums(codes, tasks, np.where(success, filled, 0.0)),
+        task_sums(codes, tasks, np.where(success, filled, 0.0)),
         np.bincount(codes, weights=(present & success).astype(float), minlength=tasks),
         confidence,
     )
@@ -151,8 +146,8 @@ def rate(
     b = frame[bottom].to_numpy(dtype=float)
     both = ~np.isnan(a) & ~np.isnan(b)
     out = ratio(
-        _task_sums(codes, tasks, np.where(both, a, 0.0)),
-        _task_sums(codes, tasks, np.where(both, b, 0.0)),
+        task_sums(codes, tasks, np.where(both, a, 0.0)),
+        task_sums(codes, tasks, np.where(both, b, 0.0)),
         confidence,
     )
     return {"estimate": out["estimate"], "se": out["se"], "ci": out["ci"]}
@@ -184,7 +179,7 @@ def cost_per_success(
     """Total cost over total successes, with a clustered ratio interval: ``{estimate, se,
     ci}``; the estimate is infinite (None in JSON) when no trial succeeded."""
     out = ratio(
-        _task_sums(codes, tasks, frame["cost"].to_numpy(dtype=float)),
+        task_sums(codes, tasks, frame["cost"].to_numpy(dtype=float)),
         np.bincount(codes, weights=frame["success"].to_numpy(dtype=float), minlength=tasks),
         confidence,
     )

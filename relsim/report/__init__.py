@@ -14,65 +14,30 @@ same offline and prints cleanly.
 
 Sections are functions (:mod:`relsim.report._sections`); :data:`SECTIONS` lists them in
 reading order and :func:`render` takes another tuple, so a section is added by one function.
+
+The harness report of real trials (``relsim analyze ... --report``, ``relsim compare ...
+--report``) is built on the same page, stylesheet and figures by :mod:`relsim.report.eval`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from relsim.errors import invalid
-from relsim.report._html import PAGE, STYLE, esc
-from relsim.report._sections import SECTIONS, Context, Section
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+from relsim.report._html import Report, Section, page
+from relsim.report._sections import SECTIONS, Context
 
 __all__ = ["DEFAULT_TRIALS", "Report", "SECTIONS", "Context", "Section", "render", "write"]
 
 #: Monte Carlo trials of the check when none are given (a few tenths of a second).
 DEFAULT_TRIALS = 100_000
 
-
-@dataclass(frozen=True)
-class Report:
-    """A rendered report: the page and what it holds.
-
-    Attributes
-    ----------
-    html : str
-        The whole page.
-    sections : tuple of Section
-        The sections shown, in order.
-    figures : tuple of str
-        The names of the figures on the page (each an inline ``<svg>`` inside
-        ``<figure data-figure="name">``).
-    meets_target : bool or None
-        Whether the design's exact success reaches the target; None without a target.
-    """
-
-    html: str
-    sections: tuple[Section, ...]
-    figures: tuple[str, ...]
-    meets_target: bool | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report's summary (not the page): sections, figures, meets_target."""
-        return {
-            "sections": [s.id for s in self.sections],
-            "figures": list(self.figures),
-            "meets_target": self.meets_target,
-        }
-
-    def to_frame(self) -> "pd.DataFrame":
-        """One row per section: ``id``, ``title`` and its ``figures`` (a list)."""
-        import pandas as pd
-
-        return pd.DataFrame(
-            [{"id": s.id, "title": s.title, "figures": list(s.figures)} for s in self.sections],
-            columns=["id", "title", "figures"],
-        )
+#: The design review's footnote, after "Made by relsim ... with <command>."
+FOOTER = (
+    "Exact numbers come from the exact engine; the Monte Carlo check uses the seed shown, so "
+    "the run can be repeated. The model is described in docs/model.md."
+)
 
 
 def render(
@@ -103,7 +68,6 @@ def render(
     sections : sequence of callables
         The sections, in order (default :data:`SECTIONS`).
     """
-    import relsim
     from relsim.scenario import Scenario
 
     design = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
@@ -125,19 +89,13 @@ def render(
     shown = tuple(s for s in (section(ctx) for section in sections) if s is not None)
     figures = tuple(name for s in shown for name in s.figures)
     title = design.name or (Path(source).stem if source else "scenario")
-    toc = "\n".join(f'<li><a href="#{esc(s.id)}">{esc(s.title)}</a></li>' for s in shown)
-    body = "\n".join(
-        f'<section id="{esc(s.id)}">\n<h2>{esc(s.title)}</h2>\n{s.body}\n</section>' for s in shown
-    )
-    html = PAGE.substitute(
-        version=esc(relsim.__version__),
-        title=esc(f"relsim design review: {title}"),
-        heading=esc(f"Design review: {title}"),
-        lead=esc(_lead(ctx)),
-        toc=toc,
-        sections=body,
-        style=STYLE,
-        command=esc(command or "relsim.report.render"),
+    html = page(
+        title=f"relsim design review: {title}",
+        heading=f"Design review: {title}",
+        lead=_lead(ctx),
+        sections=shown,
+        command=command or "relsim.report.render",
+        footer=FOOTER,
     )
     return Report(html=html, sections=shown, figures=figures, meets_target=ctx.meets_target)
 

@@ -1,5 +1,9 @@
 """The page around the sections: one HTML template, its stylesheet, and small builders.
 
+Every report of relsim (the design review, the harness report) is a :class:`Report` of
+:class:`Section` s laid out by :func:`page`, its tables built by :func:`table` and its
+figures by :func:`svg`, so all share one stylesheet and one way of writing SVG.
+
 Everything the page needs is inside it: the stylesheet is inline, the figures are inline
 SVG, the fonts are the reader's own (a system font stack), and there is no script. So the
 file reads the same offline, in a mail attachment or on paper.
@@ -12,10 +16,64 @@ import io
 import math
 import re
 import string
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a report: an anchor ``id``, a ``title``, an HTML ``body`` and the names
+    of the ``figures`` it holds."""
+
+    id: str
+    title: str
+    body: str
+    figures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """A rendered report: the page and what it holds.
+
+    Attributes
+    ----------
+    html : str
+        The whole page.
+    sections : tuple of Section
+        The sections shown, in order.
+    figures : tuple of str
+        The names of the figures on the page (each an inline ``<svg>`` inside
+        ``<figure data-figure="name">``).
+    meets_target : bool or None
+        Whether the design's exact success reaches the target; None without a target (and
+        for a report of trial data).
+    """
+
+    html: str
+    sections: tuple[Section, ...]
+    figures: tuple[str, ...]
+    meets_target: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's summary (not the page): sections, figures, meets_target."""
+        return {
+            "sections": [s.id for s in self.sections],
+            "figures": list(self.figures),
+            "meets_target": self.meets_target,
+        }
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per section: ``id``, ``title`` and its ``figures`` (a list)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [{"id": s.id, "title": s.title, "figures": list(s.figures)} for s in self.sections],
+            columns=["id", "title", "figures"],
+        )
 
 PAGE = string.Template(
     """<!DOCTYPE html>
@@ -41,9 +99,7 @@ $toc
 $sections
 </main>
 <footer>
-<p>Made by relsim $version with <code>$command</code>. Exact numbers come from the exact
-engine; the Monte Carlo check uses the seed shown, so the run can be repeated. The model is
-described in docs/model.md.</p>
+<p>Made by relsim $version with <code>$command</code>. $footer</p>
 </footer>
 </body>
 </html>
@@ -61,6 +117,7 @@ h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; padding-top: .6rem; border-top: 
 p.lead { color: var(--muted); margin: 0 0 1rem; }
 nav ol { margin: 0; padding-left: 1.4rem; columns: 2; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; width: 100%; font-size: .92rem; }
+.scroll { overflow-x: auto; }
 th, td { border-bottom: 1px solid var(--rule); padding: .3rem .5rem; text-align: left;
          vertical-align: top; }
 th { background: #f3f5f8; }
@@ -82,6 +139,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1
   nav { display: none; }
   h2 { break-after: avoid; }
   figure, table { break-inside: avoid; }
+  .scroll { overflow: visible; }
 }
 """
 
@@ -107,8 +165,24 @@ def number(value: Any, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[bool] | None = None) -> str:
-    """An HTML table; cells are escaped, numbers formatted by :func:`number`."""
+def interval(bounds: Sequence[Any], digits: int = 6) -> str:
+    """An interval ``(low, high)`` as ``[low, high]`` (:func:`number` each), or ``-`` when it
+    is undefined."""
+    low, high = bounds
+    if number(low) == "-" or number(high) == "-":
+        return "-"
+    return f"[{number(low, digits)}, {number(high, digits)}]"
+
+
+def table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    numeric: Sequence[bool] | None = None,
+    digits: int = 6,
+) -> str:
+    """An HTML table; cells are escaped, numbers formatted by :func:`number` to ``digits``
+    significant figures (a text cell in a numeric column, such as an :func:`interval`, is
+    shown as it is, aligned as a number)."""
     numeric = list(numeric) if numeric is not None else [False] * len(header)
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = []
@@ -116,35 +190,49 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequenc
         cells = []
         for cell, is_number in zip(row, numeric):
             if is_number:
-                cells.append(f'<td class="num">{esc(number(cell))}</td>')
+                shown = cell if isinstance(cell, str) else number(cell, digits)
+                cells.append(f'<td class="num">{esc(shown)}</td>')
             else:
                 cells.append(f'<td class="wrap">{esc(cell)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # in a box that scrolls sideways: a wide table on a narrow screen stays readable
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
 def svg(figure: "Figure", name: str, caption: str) -> str:
-    """``figure`` as an inline ``<figure>`` holding its SVG, with a caption.
+    """``figure`` as an inline ``<figure>`` holding its SVG (:func:`svg_element`), with a
+    caption."""
+    return (
+        f'<figure id="figure-{esc(name)}" data-figure="{esc(name)}">\n'
+        f"{svg_element(figure, name, caption)}\n"
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+    )
 
-    Text stays text (``svg.fonttype = none``: selectable, crisp in print, no embedded font).
-    matplotlib numbers its ids per file (``figure_1``, ``patch_1``, ...), so every id and
-    every reference to one is prefixed with ``name``: figures on one page share no id.
+
+def svg_element(figure: "Figure", name: str, caption: str) -> str:
+    """``figure`` as one ``<svg>`` element, inline in a page or on its own as an SVG file.
+
+    :data:`SVG_SETTINGS` is the one way relsim writes SVG: text stays text (selectable, crisp
+    in print, no embedded font) and the ids are the same on every run. matplotlib numbers its
+    ids per file (``figure_1``, ``patch_1``, ...), so every id and every reference to one is
+    prefixed with ``name``: figures on one page share no id.
     """
     import matplotlib
 
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
+    with matplotlib.rc_context(SVG_SETTINGS):
         figure.savefig(buffer, format="svg", metadata=_NO_METADATA)
     text = buffer.getvalue()
     body = text[text.index("<svg"):]  # the XML prolog and doctype are not allowed inline
     prefix = f"{name}-"
     body = re.sub(r'\bid="', f'id="{prefix}', body)
     body = body.replace("url(#", f"url(#{prefix}").replace('href="#', f'href="#{prefix}')
-    body = body.replace("<svg ", f'<svg role="img" aria-label="{esc(caption)}" ', 1)
-    return (
-        f'<figure id="figure-{esc(name)}" data-figure="{esc(name)}">\n{body}\n'
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-    )
+    return body.replace("<svg ", f'<svg role="img" aria-label="{esc(caption)}" ', 1)
+
+
+#: matplotlib's SVG settings for every figure of a report (see :func:`svg_element`).
+SVG_SETTINGS: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "relsim"}
 
 
 #: No <metadata> block (it names matplotlib's web site and the date: neither belongs here).
@@ -156,3 +244,28 @@ def new_figure(width: float = 7.0, height: float = 4.0) -> "Figure":
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
+
+
+def page(
+    *, title: str, heading: str, lead: str, sections: Sequence[Section], command: str, footer: str
+) -> str:
+    """The whole page of a report: :data:`PAGE` around ``sections`` (text arguments are
+    escaped here; section bodies are HTML already)."""
+    import relsim
+
+    toc = "\n".join(f'<li><a href="#{esc(s.id)}">{esc(s.title)}</a></li>' for s in sections)
+    body = "\n".join(
+        f'<section id="{esc(s.id)}">\n<h2>{esc(s.title)}</h2>\n{s.body}\n</section>'
+        for s in sections
+    )
+    return PAGE.substitute(
+        version=esc(relsim.__version__),
+        title=esc(title),
+        heading=esc(heading),
+        lead=esc(lead),
+        toc=toc,
+        sections=body,
+        style=STYLE,
+        command=esc(command),
+        footer=esc(footer),
+    )

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
 from relsim.scenario import trial_model
-from relsim.report._html import esc, new_figure, svg, table
+from relsim.report._html import Section, esc, new_figure, svg, table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -26,17 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: A Monte Carlo estimate further than this many standard errors from the exact value is
 #: flagged (the tolerance of the project's statistical tests).
 Z_LIMIT = 5.0
-
-
-@dataclass(frozen=True)
-class Section:
-    """One part of the report: an anchor ``id``, a ``title``, an HTML ``body`` and the names
-    of the ``figures`` it holds."""
-
-    id: str
-    title: str
-    body: str
-    figures: tuple[str, ...] = ()
 
 
 @dataclass
@@ -63,9 +52,10 @@ class Context:
 
     @cached_property
     def monte_carlo(self) -> "SimulatedOutcome":
+        """The check's run, every trial recorded: its convergence is drawn trial by trial."""
         from relsim.montecarlo import simulate
 
-        return simulate(self.scenario, trials=self.trials, seed=self.seed)
+        return simulate(self.scenario, trials=self.trials, seed=self.seed, record=self.trials)
 
     @property
     def meets_target(self) -> bool | None:
@@ -266,7 +256,7 @@ def monte_carlo(ctx: Context) -> Section | None:
     z = _z(mc.success, exact, se)
     ok = z is not None and abs(z) < Z_LIMIT
     figure = new_figure(7.0, 4.2)
-    plot.convergence(ctx.scenario, ctx.trials, ctx.seed, ax=figure.add_subplot())
+    plot.convergence(mc, ctx.exact, ax=figure.add_subplot())
     rows = [
         ("trials", mc.trials),
         ("seed", mc.seed),

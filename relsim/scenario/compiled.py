@@ -240,7 +240,7 @@ class TrialModel:
         most = executions * (int(self.per_step.max()) + 1)
         return min(most, executions + self.total) if self.has_total else most
 
-    def shifted_p(self, x: np.ndarray) -> np.ndarray:
+    def shifted_p(self, x: float | np.ndarray) -> np.ndarray:
         """Every step's ``p`` shifted by ``x`` (broadcast against a trailing axis: shape
         ``(steps,) + x.shape``); ``p`` of exactly 0 or 1 stays."""
         x = np.asarray(x, dtype=float)
