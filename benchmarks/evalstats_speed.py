@@ -72,7 +72,7 @@ def main() -> None:
             path = os.path.join(folder, "trials.csv")
             frame.to_csv(path, index=False)
             read = best_of(lambda: evalstats.read_trials(path), repeat=2)
-            whole = best_of(lambda: evalstats.analyze(path, ks=[1, 3, 5]), repeat=2)
+            whole = best_of(lambda: evalstats.analyze(path, k=[1, 3, 5]), repeat=2)
             rows = tasks * trials
             size = f"{tasks} x {trials}"
             print(f"{size:>15} {rows:>8} {whole:>8.2f} {read:>7.2f} {rows / whole:>10,.0f}")

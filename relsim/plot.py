@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
+from relsim import checks
 from relsim.errors import RelsimError, invalid
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -728,9 +729,7 @@ def _steps(value: Iterable[int], key: str) -> np.ndarray:
 
 
 def _int(value: Any, key: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise invalid(key, f"an integer >= {low}", value)
-    return int(value)
+    return checks.integer(value, key, low)
 
 
 def _outcome_values(name: str, result: Any) -> dict[str, float]:

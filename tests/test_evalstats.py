@@ -62,7 +62,7 @@ def test_pass_at_k_on_hand_computed_counts():
     # three tasks of five trials with 1, 2 and 0 successes; pass@2 = 1 - C(n-c,2)/C(5,2):
     # 1 - 6/10 = 0.4, 1 - 3/10 = 0.7, 0  -> mean 1.1 / 3
     tasks = trials_frame({"a": [1, 0, 0, 0, 0], "b": [0, 1, 0, 1, 0], "c": [0] * 5})
-    table = evalstats.analyze(tasks, ks=[1, 2], replicates=100).pass_k
+    table = evalstats.analyze(tasks, k=[1, 2], replicates=100).pass_k
     assert table.loc[("pass_at_k", 2), "estimate"] == pytest.approx(1.1 / 3, abs=1e-12)
     assert table.loc[("pass_at_k", 1), "estimate"] == pytest.approx(3 / 15, abs=1e-12)
     # pass^2 = C(c,2)/C(5,2): 0, 1/10, 0
@@ -75,7 +75,7 @@ def test_pass_hat_k_tau_bench_style_average_over_tasks():
     tasks = trials_frame(
         {"t1": [1, 1, 0, 0], "t2": [1, 1, 1, 1], "t3": [0, 1, 1, 1], "t4": [0, 0, 0, 0]}
     )
-    result = evalstats.analyze(tasks, ks=[2, 4], replicates=100).to_dict()
+    result = evalstats.analyze(tasks, k=[2, 4], replicates=100).to_dict()
     assert result["pass_hat_k"]["2"]["estimate"] == pytest.approx(5 / 12, abs=1e-12)
     assert result["pass_hat_k"]["4"]["estimate"] == pytest.approx(0.25, abs=1e-12)
     # pass@2: 1 - C(2,2)/6 = 5/6, 1, 1, 0
@@ -87,7 +87,7 @@ def test_lesson_values_pass_at_3_and_pass_hat_3():
     # pass^3. Unbiased from counts: pass@3 = 1 - C(2,3)/C(5,3) = 1, pass^3 = C(3,3)/C(5,3) = 0.1
     tasks = trials_frame({"x": [1, 1, 1, 0, 0]})
     with pytest.warns(TrialDataWarning, match="only one task"):
-        result = evalstats.analyze(tasks, ks=[3], replicates=100).to_dict()
+        result = evalstats.analyze(tasks, k=[3], replicates=100).to_dict()
     assert result["pass_at_k"]["3"]["estimate"] == pytest.approx(1.0)
     assert result["pass_hat_k"]["3"]["estimate"] == pytest.approx(0.1)
     assert result["success"]["se"] is None and result["success"]["ci"] == [None, None]
@@ -100,7 +100,7 @@ def test_a_k_with_one_eligible_task_has_no_interval():
     # a has 4 trials, b and c 2: at k=4 only a is eligible, so the bootstrap only ever sees a
     tasks = trials_frame({"a": [1, 1, 1, 1], "b": [1, 0], "c": [0, 1]})
     with pytest.warns(TrialDataWarning) as record:
-        result = evalstats.analyze(tasks, ks=[2, 3, 4], replicates=200)
+        result = evalstats.analyze(tasks, k=[2, 3, 4], replicates=200)
     assert [str(w.message) for w in record] == list(result.warnings)
     assert result.warnings[1] == (
         "only one task has at least k trials at k=3, 4: pass@k and pass^k there have no "
@@ -126,10 +126,10 @@ def test_replicates_must_be_at_least_min_replicates():
     for bad in (1, 99, 0, 150.0, True):
         message = rf"^replicates: must be an integer >= 100, got {bad!r}$"
         with pytest.raises(RelsimError, match=message):
-            evalstats.analyze(frame, ks=[1], replicates=bad)
+            evalstats.analyze(frame, k=[1], replicates=bad)
         with pytest.raises(RelsimError, match=r"^replicates: must be an integer >= 100, got "):
             evalstats.pass_k(evalstats.per_task(frame), [1], replicates=bad)
-    assert evalstats.analyze(frame, ks=[1], replicates=100).replicates == 100
+    assert evalstats.analyze(frame, k=[1], replicates=100).replicates == 100
 
 
 @pytest.mark.slow
@@ -144,7 +144,7 @@ def test_estimates_equal_brute_force_enumeration_over_eligible_tasks(outcome_lis
     outcomes = {f"task{i}": results for i, results in enumerate(outcome_lists)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TrialDataWarning)
-        result = evalstats.analyze(trials_frame(outcomes), ks=[k], replicates=100)
+        result = evalstats.analyze(trials_frame(outcomes), k=[k], replicates=100)
     eligible = [brute_force_pass(r, k) for r in outcome_lists if len(r) >= k]
     expected_at = sum(at for at, _ in eligible) / len(eligible)
     expected_hat = sum(hat for _, hat in eligible) / len(eligible)
@@ -160,7 +160,7 @@ def test_success_mean_se_and_jeffreys_interval_by_hand():
     # per-task rates 1, 0.5, 0.25, 0 (unequal trial counts: each task weighs the same)
     tasks = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 0, 0, 0], "d": [0, 0, 0]})
     with pytest.warns(TrialDataWarning, match="trial counts differ"):
-        success = evalstats.analyze(tasks, ks=[1], replicates=100).success
+        success = evalstats.analyze(tasks, k=[1], replicates=100).success
     rates = np.array([1, 0.5, 0.25, 0])
     mean = rates.mean()
     sd = math.sqrt(((rates - mean) ** 2).sum() / 3)
@@ -182,7 +182,7 @@ def test_unequal_counts_warn_and_exclude_short_tasks():
     # a: 3 trials (2 successes), b: 1 trial (1), c: 2 trials (0)
     tasks = trials_frame({"a": [1, 1, 0], "b": [1], "c": [0, 0]})
     with pytest.warns(TrialDataWarning) as record:
-        result = evalstats.analyze(tasks, ks=[1, 2, 3], replicates=100)
+        result = evalstats.analyze(tasks, k=[1, 2, 3], replicates=100)
     assert "1 to 3 per task" in str(record[0].message)
     assert "excluded: 1 at k=2, 2 at k=3" in str(record[0].message)
     assert "only one task has at least k trials at k=3" in str(record[1].message)
@@ -201,7 +201,7 @@ def test_equal_counts_do_not_warn():
     tasks = trials_frame({"a": [1, 0, 1], "b": [1, 1, 1], "c": [0, 0, 1]})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = evalstats.analyze(tasks, ks=[1, 3], replicates=100)
+        result = evalstats.analyze(tasks, k=[1, 3], replicates=100)
     assert result.warnings == ()
 
 
@@ -214,7 +214,7 @@ def test_default_ks_are_those_up_to_the_largest_count():
 
 def test_cost_per_success_is_total_cost_over_total_successes():
     tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[0.5, 0.25, 1.0, 2.0])
-    cost = evalstats.analyze(tasks, ks=[1], replicates=100).cost_per_success
+    cost = evalstats.analyze(tasks, k=[1], replicates=100).cost_per_success
     assert cost["estimate"] == pytest.approx(3.75 / 3)
     # clustered ratio: R = 1.25, u_a = (0.75 - 1.25) / 1.5, u_b = (3 - 2.5) / 1.5, se^2 = sum u^2 / 2
     se = math.sqrt(((0.5 / 1.5) ** 2 * 2) / 2)
@@ -222,19 +222,19 @@ def test_cost_per_success_is_total_cost_over_total_successes():
     factor = math.exp(12.706204736174698 * se / 1.25)  # t(0.975, 1), from tables; log scale
     assert cost["ci"] == pytest.approx((1.25 / factor, 1.25 * factor))
     none = trials_frame({"a": [0, 0], "b": [0, 0]}, cost=[1.0, 1.0, 1.0, 1.0])
-    result = evalstats.analyze(none, ks=[1], replicates=100)
+    result = evalstats.analyze(none, k=[1], replicates=100)
     assert result.cost_per_success["estimate"] == math.inf
     assert result.to_dict()["cost_per_success"]["estimate"] is None  # JSON has no infinity
-    no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), ks=[1], replicates=100)
+    no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), k=[1], replicates=100)
     assert no_cost.cost_per_success is None
 
 
 def test_cost_per_success_key_only_with_a_cost_column():
     # null means "no success", so without a cost column the key is left out altogether
-    no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), ks=[1], replicates=100)
+    no_cost = evalstats.analyze(trials_frame({"a": [1], "b": [0]}), k=[1], replicates=100)
     assert "cost_per_success" not in no_cost.to_dict()
     costed = trials_frame({"a": [1], "b": [0]}, cost=[2.0, 1.0])
-    out = evalstats.analyze(costed, ks=[1], replicates=100).to_dict()["cost_per_success"]
+    out = evalstats.analyze(costed, k=[1], replicates=100).to_dict()["cost_per_success"]
     assert out["estimate"] == 3.0
 
 
@@ -242,7 +242,7 @@ def test_steps_give_implied_step_success_and_the_plan_solve_would_make():
     # 4 tasks x 5 trials, 1 success each: success mean 0.2; steps 25 everywhere
     outcomes = {t: [1, 0, 0, 0, 0] for t in "abcd"}
     tasks = trials_frame(outcomes, steps=[25] * 20)
-    steps = evalstats.analyze(tasks, ks=[1], replicates=100, target=0.95).steps
+    steps = evalstats.analyze(tasks, k=[1], replicates=100, target=0.95).steps
     per_step = 0.2 ** (1 / 25)
     assert steps["mean"] == 25
     assert steps["per_step_success"] == pytest.approx(per_step)
@@ -261,7 +261,7 @@ def test_steps_use_one_integer_n_for_the_implied_success_and_the_plan():
     # success is success^(1/10), not success^(1/10.4): compounded over the plan's 10 steps it
     # gives back the observed success
     tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, steps=[10, 10.4, 10.6, 10.6])
-    steps = evalstats.analyze(tasks, ks=[1], replicates=100, target=0.9).steps
+    steps = evalstats.analyze(tasks, k=[1], replicates=100, target=0.9).steps
     assert steps["mean"] == pytest.approx(10.4)
     plan = steps["plan"]
     assert plan["steps"] == 10
@@ -271,9 +271,9 @@ def test_steps_use_one_integer_n_for_the_implied_success_and_the_plan():
     assert f"--steps 10 --target 0.9 --p {0.75 ** (1 / 10):.6g}" in plan["command"]
     # a mean of exactly half an integer rounds up; below 1/2 the plan still has one step
     halves = trials_frame({"a": [1], "b": [1]}, steps=[2, 3])
-    assert evalstats.analyze(halves, ks=[1], replicates=100).steps["plan"]["steps"] == 3
+    assert evalstats.analyze(halves, k=[1], replicates=100).steps["plan"]["steps"] == 3
     short = trials_frame({"a": [1], "b": [0]}, steps=[0.2, 0.4])
-    short_steps = evalstats.analyze(short, ks=[1], replicates=100).steps
+    short_steps = evalstats.analyze(short, k=[1], replicates=100).steps
     assert short_steps["plan"]["steps"] == 1 and short_steps["per_step_success"] == 0.5
 
 
@@ -291,7 +291,7 @@ def test_steps_plan_is_exactly_what_relsim_solve_reports(outcomes, steps, target
 
     count = sum(len(results) for results in outcomes.values())
     frame = trials_frame(outcomes, steps=[steps] * count)
-    implied = evalstats.analyze(frame, ks=[1], replicates=100, target=target).steps
+    implied = evalstats.analyze(frame, k=[1], replicates=100, target=target).steps
     plan = implied["plan"]
     solved = solve_one(steps, target, implied["per_step_success"], 0.0, 0.0)
     for key in ("steps", "target", "required_step_success", "retries", "success", "feasible"):
@@ -303,7 +303,7 @@ def test_steps_plan_is_exactly_what_relsim_solve_reports(outcomes, steps, target
 
 def test_steps_with_no_success_plan_nothing():
     tasks = trials_frame({"a": [0, 0], "b": [0, 0]}, steps=[3, 5, 4, 4])
-    steps = evalstats.analyze(tasks, ks=[1], replicates=100).steps
+    steps = evalstats.analyze(tasks, k=[1], replicates=100).steps
     assert steps["mean"] == 4 and steps["per_step_success"] == 0
     assert steps["plan"]["retries"] is None and steps["plan"]["feasible"] is False
 
@@ -312,7 +312,7 @@ def test_analysis_to_frame_is_one_row_of_to_dict():
     # hand values: rates 0.5 and 1 -> mean 0.75, se = sd / sqrt(2) = 0.25; pass^2 of
     # [1, 0] is 0 and of [1, 1] is 1 -> 0.5; cost 3 over 3 successes
     frame = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[1.0, 0.5, 0.5, 1.0], steps=[4] * 4)
-    result = evalstats.analyze(frame, ks=[1, 2], replicates=100, seed=1)
+    result = evalstats.analyze(frame, k=[1, 2], replicates=100, seed=1)
     row = result.to_frame()
     assert len(row) == 1
     assert row["tasks"].iat[0] == 2 and row["trials"].iat[0] == 4
@@ -348,7 +348,7 @@ def test_analysis_to_frame_is_one_row_of_to_dict():
     # undefined numbers are NaN in the frame (None in JSON); no success: infinite cost
     with pytest.warns(TrialDataWarning, match="only one task"):
         lonely = evalstats.analyze(
-            trials_frame({"x": [0, 0]}, cost=[1.0, 1.0]), ks=[1], replicates=100
+            trials_frame({"x": [0, 0]}, cost=[1.0, 1.0]), k=[1], replicates=100
         )
     one = lonely.to_frame()
     assert math.isnan(one["success_se"].iat[0]) and math.isnan(one["pass_at_k_1_ci_low"].iat[0])
@@ -421,7 +421,7 @@ def test_bootstrap_matches_the_slow_reference(unequal, interval):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TrialDataWarning)
         table = evalstats.analyze(
-            trials_frame(outcomes), ks=[2], replicates=300, seed=11, interval=interval
+            trials_frame(outcomes), k=[2], replicates=300, seed=11, interval=interval
         ).pass_k
     (at_low, at_high), (hat_low, hat_high) = reference_bootstrap(
         outcome_lists, 2, 300, 11, interval
@@ -521,7 +521,7 @@ def test_bca_interval_agrees_with_scipy(fewest_trials):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TrialDataWarning)
                 table = evalstats.analyze(
-                    frame, ks=[k], replicates=replicates, seed=seed, interval=interval
+                    frame, k=[k], replicates=replicates, seed=seed, interval=interval
                 ).pass_k
             out.append(table[["ci_low", "ci_high"]].to_numpy())  # rows: pass@3, pass^3
         return np.array(out)
@@ -613,7 +613,7 @@ def test_analyze_agrees_with_the_parts_used_in_the_coverage_test():
     p = rng.beta(1.5, 1.0, size=20)
     outcomes = {f"t{i}": list((rng.random(5) < p[i]).astype(int)) for i in range(20)}
     frame = trials_frame(outcomes)
-    result = evalstats.analyze(frame, ks=[3], replicates=300, seed=4)
+    result = evalstats.analyze(frame, k=[3], replicates=300, seed=4)
     tasks = evalstats.per_task(frame)
     pd.testing.assert_series_equal(result.success, evalstats.success_rate(tasks))
     pd.testing.assert_frame_equal(

@@ -70,7 +70,7 @@ def ratio_by_hand(y, x):
 
 
 def test_per_task_table_in_python_and_json():
-    result = quietly(evalstats.analyze, harness(), ks=[2, 3])
+    result = quietly(evalstats.analyze, harness(), k=[2, 3])
     table = result.per_task
     assert table.loc["a", "rate"] == pytest.approx(2 / 3)
     # pass@2 of 2/3: 1 - C(1,2)/C(3,2) = 1; pass^2: C(2,2)/C(3,2) = 1/3
@@ -104,7 +104,7 @@ def test_k_is_one_argument_by_position_or_by_name():
 
 
 def test_success_is_pass_at_1_one_interval():
-    result = quietly(evalstats.analyze, harness(), ks=[1, 3])
+    result = quietly(evalstats.analyze, harness(), k=[1, 3])
     out = result.to_dict()
     assert out["success"]["ci"] == out["pass_at_k"]["1"]["ci"] == out["pass_hat_k"]["1"]["ci"]
     assert out["success"]["mean"] == out["pass_hat_k"]["1"]["estimate"]
@@ -132,7 +132,7 @@ def test_intervals_stay_in_range_and_never_collapse():
     same = pd.DataFrame({"task": np.repeat([f"t{i}" for i in range(10)], 5),
                          "trial": np.tile(np.arange(5), 10),
                          "success": np.tile([1, 1, 1, 1, 0], 10)})
-    out = evalstats.analyze(same, ks=[1, 3, 5]).to_dict()
+    out = evalstats.analyze(same, k=[1, 3, 5]).to_dict()
     low, high = out["success"]["ci"]
     assert 0 < low < 0.8 < high < 1
     for metric in ("pass_at_k", "pass_hat_k"):
@@ -141,7 +141,7 @@ def test_intervals_stay_in_range_and_never_collapse():
     # two tasks: the t interval was [-5.85, 6.85]
     two = pd.DataFrame({"task": list("aaabbb"), "trial": [1, 2, 3] * 2,
                         "success": [1, 1, 1, 0, 0, 0]})
-    low, high = evalstats.analyze(two, ks=[1]).to_dict()["success"]["ci"]
+    low, high = evalstats.analyze(two, k=[1]).to_dict()["success"]["ci"]
     assert 0 <= low < 0.5 < high <= 1
 
 
@@ -150,7 +150,7 @@ def test_intervals_stay_in_range_and_never_collapse():
 
 def test_metric_means_per_trial_and_per_success_with_clustered_intervals():
     frame = harness()
-    result = quietly(evalstats.analyze, frame, ks=[1], rates=["tool_errors/steps"])
+    result = quietly(evalstats.analyze, frame, k=[1], rates=["tool_errors/steps"])
     steps = result.metrics["steps"]
     totals = frame.groupby("task")["steps"].sum().to_numpy()
     mean, se = ratio_by_hand(totals, [3, 3, 3, 3])
@@ -174,21 +174,21 @@ def test_metric_means_per_trial_and_per_success_with_clustered_intervals():
 
 def test_cost_per_success_has_a_clustered_interval_and_survives_huge_costs():
     frame = harness()
-    cost = quietly(evalstats.analyze, frame, ks=[1]).cost_per_success
+    cost = quietly(evalstats.analyze, frame, k=[1]).cost_per_success
     r, se = ratio_by_hand(frame.groupby("task")["cost"].sum().to_numpy(),
                           frame.groupby("task")["success"].sum().to_numpy())
     assert cost["estimate"] == pytest.approx(17.5 / 6) and cost["se"] == pytest.approx(se)
     assert cost["ci"][0] < r < cost["ci"][1]
     huge = pd.DataFrame({"task": list("abc"), "trial": 1, "success": 1, "cost": 1e308})
-    out = evalstats.analyze(huge, ks=[1]).to_dict()["cost_per_success"]
+    out = evalstats.analyze(huge, k=[1]).to_dict()["cost_per_success"]
     assert out["estimate"] == pytest.approx(1e308)  # was "infinite (no success)"
 
 
 def test_bad_rate_names_the_column_with_a_hint():
     with pytest.raises(RelsimError, match=r"did you mean 'tool_errors'\?"):
-        quietly(evalstats.analyze, harness(), ks=[1], rates=["tool_erors/steps"])
+        quietly(evalstats.analyze, harness(), k=[1], rates=["tool_erors/steps"])
     with pytest.raises(RelsimError, match="^rate: must be two numeric columns"):
-        quietly(evalstats.analyze, harness(), ks=[1], rates=["steps"])
+        quietly(evalstats.analyze, harness(), k=[1], rates=["steps"])
 
 
 # ----------------------------------------------------------------------- failure categories
@@ -196,7 +196,7 @@ def test_bad_rate_names_the_column_with_a_hint():
 
 def test_failure_categories_counts_shares_tasks_and_infrastructure():
     frame = harness()
-    result = quietly(evalstats.analyze, frame, ks=[1])
+    result = quietly(evalstats.analyze, frame, k=[1])
     found = result.categories
     assert list(found) == ["wrong_tool", "gave_up", "infra", "timeout"]  # by count, then name
     assert found["wrong_tool"]["count"] == 3
@@ -210,22 +210,22 @@ def test_failure_categories_counts_shares_tasks_and_infrastructure():
     assert infra["success"]["mean"] == pytest.approx((2 / 3 + 1 / 2 + 1 + 0) / 4)
     assert any("infrastructure" in message for message in result.warnings)
     # configurable: nothing is infrastructure when told so
-    plain = quietly(evalstats.analyze, frame, ks=[1], infra_categories=[])
+    plain = quietly(evalstats.analyze, frame, k=[1], infra_categories=[])
     assert plain.infrastructure is None
     # "named like": a category containing the word, any case
     like = frame.assign(category=frame["category"].replace({"timeout": "Env_Timeout"}))
-    found_like = quietly(evalstats.analyze, like, ks=[1], infra_categories=["timeout"])
+    found_like = quietly(evalstats.analyze, like, k=[1], infra_categories=["timeout"])
     assert found_like.infrastructure["categories"] == ["Env_Timeout"]
     # another column, by name
     renamed = frame.rename(columns={"category": "why"})
-    assert quietly(evalstats.analyze, renamed, ks=[1], category="why").categories == found
+    assert quietly(evalstats.analyze, renamed, k=[1], category="why").categories == found
     with pytest.raises(RelsimError, match=r"did you mean 'why'\?"):
-        quietly(evalstats.analyze, renamed, ks=[1], category="wyh")
+        quietly(evalstats.analyze, renamed, k=[1], category="wyh")
 
 
 def test_category_share_interval_is_the_documented_composition():
     frame = harness()
-    share = quietly(evalstats.analyze, frame, ks=[1]).categories["wrong_tool"]
+    share = quietly(evalstats.analyze, frame, k=[1]).categories["wrong_tool"]
     failed = frame[frame["success"] == 0]
     hits = failed.assign(hit=failed["category"] == "wrong_tool").groupby("task")["hit"].sum()
     r, se = ratio_by_hand(hits.to_numpy(), failed.groupby("task").size().to_numpy())
@@ -241,7 +241,7 @@ def test_compare_every_quantity_with_holm():
     cand = harness()
     cand.loc[cand["task"] == "d", "success"] = [1, 0, 1]
     cand["steps"] = cand["steps"] - 1
-    result = quietly(evalstats.compare, base, cand, ks=[1, 3])
+    result = quietly(evalstats.compare, base, cand, k=[1, 3])
     names = list(result.quantities)
     assert names == ["success", "pass@3", "pass^3", "cost_per_success", "cost", "steps",
                      "tool_errors"]
@@ -269,7 +269,7 @@ def test_compare_cost_per_success_difference_by_hand():
     base = harness()
     cand = harness()
     cand["cost"] = cand["cost"] * 2
-    diff = quietly(evalstats.compare, base, cand, ks=[1]).quantities["cost_per_success"]
+    diff = quietly(evalstats.compare, base, cand, k=[1]).quantities["cost_per_success"]
     assert diff["baseline"] == pytest.approx(17.5 / 6) and diff["candidate"] == pytest.approx(35 / 6)
     # u_i doubles with the costs: the paired contributions differ by u_i itself
     y = base.groupby("task")["cost"].sum().to_numpy()
@@ -283,7 +283,7 @@ def test_compare_cost_per_success_difference_by_hand():
 
 @pytest.mark.slow
 def test_html_report_is_self_contained_and_shows_the_analysis(tmp_path):
-    result = quietly(evalstats.analyze, harness(), ks=[1, 3], rates=["tool_errors/steps"])
+    result = quietly(evalstats.analyze, harness(), k=[1, 3], rates=["tool_errors/steps"])
     path = tmp_path / "out.html"
     assert write_report(result, path) == [path]
     text = path.read_text()
@@ -313,7 +313,7 @@ def test_markdown_report_and_compare_report(tmp_path):
     assert written[1].read_text().startswith("<svg")
     cand = harness()
     cand.loc[cand["task"] == "d", "success"] = [1, 0, 1]
-    comparison = quietly(evalstats.compare, harness(), cand, ks=[3])
+    comparison = quietly(evalstats.compare, harness(), cand, k=[3])
     html = tmp_path / "cmp.html"
     write_report(comparison, html)
     text = html.read_text()
@@ -450,9 +450,9 @@ def test_inspect_score_values_become_success():
         "1", "0", "1", "0", "1"
     ]
     with pytest.raises(TrialDataError, match=r"^log sample 3: success: must be C/I, a boolean "
-                       r"or 0/1 \(or a score with a threshold\), got 0.7$"):
+                       r"or 0/1 \(or a score with threshold=T\), got 0.7$"):
         _success(0.7, None, "log sample 3")
-    with pytest.raises(TrialDataError, match="partial P with a threshold"):
+    with pytest.raises(TrialDataError, match="partial P with threshold=T"):
         _success("P", None, "s")
     with pytest.raises(TrialDataError, match="must be a score value"):
         _success({"a": 1}, None, "s")

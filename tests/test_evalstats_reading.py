@@ -63,8 +63,8 @@ def test_file_and_dataframe_give_the_same_analysis(tmp_path):
     frame = trials_frame({"a": [1, 0, 1], "b": [0, 0, 1], "c": [1, 1, 1]}, cost=np.arange(9) / 4)
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
-    from_file = evalstats.analyze(path, ks=[2], replicates=100, seed=3).to_dict()
-    from_frame = evalstats.analyze(frame, ks=[2], replicates=100, seed=3).to_dict()
+    from_file = evalstats.analyze(path, k=[2], replicates=100, seed=3).to_dict()
+    from_frame = evalstats.analyze(frame, k=[2], replicates=100, seed=3).to_dict()
     assert from_file.pop("source") == str(path) and from_frame.pop("source") == "trials"
     assert from_file == from_frame
 
@@ -109,7 +109,7 @@ BAD_FILES = [
     (
         "nonbinary.csv",
         "task,trial,success\na,1,1\na,2,2\na,3,0.5\n",
-        r" line 3: success: must be 0/1 or true/false \(or a score with a threshold\), "
+        r" line 3: success: must be 0/1 or true/false \(or a score with threshold=T\), "
         r"got '2' \(1 more row like it\)$",
     ),
     (
@@ -208,7 +208,7 @@ def test_bad_threshold_scores_and_missing_file(tmp_path):
     path = write(tmp_path / "s.csv", "task,trial,success\na,1,0.3\na,2,true\n")
     with pytest.raises(
         TrialDataError,
-        match=r" line 3: success: must be a numeric score with a threshold, got 'true'$",
+        match=r" line 3: success: must be a numeric score with threshold=T, got 'true'$",
     ):
         evalstats.read_trials(path, threshold=0.5)
     with pytest.raises(RelsimError, match=r"^threshold: must be a finite number, got nan$"):
@@ -236,18 +236,18 @@ def test_bad_arguments_name_the_argument_and_range():
     tasks = evalstats.per_task(frame)
     cases = [
         (
-            lambda: evalstats.analyze(frame, ks=[4]),
+            lambda: evalstats.analyze(frame, k=[4]),
             r"k: must be in \[1, 3\] \(the largest number of trials of a task\), got 4",
         ),
-        (lambda: evalstats.analyze(frame, ks=[0]), r"k: must be in \[1, 3\] .*, got 0"),
-        (lambda: evalstats.analyze(frame, ks=[1.5]), r"k: must be integers >= 1, got \[1\.5\]"),
-        (lambda: evalstats.analyze(frame, ks=[]), r"k: must be at least one value, got \[\]"),
+        (lambda: evalstats.analyze(frame, k=[0]), r"k: must be in \[1, 3\] .*, got 0"),
+        (lambda: evalstats.analyze(frame, k=[1.5]), r"k: must be integers >= 1, got \[1\.5\]"),
+        (lambda: evalstats.analyze(frame, k=[]), r"k: must be at least one value, got \[\]"),
         (
-            lambda: evalstats.analyze(frame, ks=[1], replicates=0),
+            lambda: evalstats.analyze(frame, k=[1], replicates=0),
             r"replicates: must be an integer >= 100, got 0",
         ),
         (
-            lambda: evalstats.analyze(frame, ks=[1], confidence=1.0),
+            lambda: evalstats.analyze(frame, k=[1], confidence=1.0),
             r"confidence: must be in \(0, 1\), got 1\.0",
         ),
         (
@@ -255,10 +255,10 @@ def test_bad_arguments_name_the_argument_and_range():
             r"seed: must be an integer >= 0, a numpy SeedSequence or None, got -1",
         ),
         (
-            lambda: evalstats.analyze(frame, ks=[1], interval="normal"),
+            lambda: evalstats.analyze(frame, k=[1], interval="normal"),
             r"interval: must be one of jeffreys, bca, percentile, got 'normal'",
         ),
-        (lambda: evalstats.analyze(frame, ks=[1], target=0), r"target: must be in \(0, 1\], got 0"),
+        (lambda: evalstats.analyze(frame, k=[1], target=0), r"target: must be in \(0, 1\], got 0"),
         (
             lambda: evalstats.pass_k(tasks.drop(columns="successes"), [1]),
             r"tasks: must be a per-task table \(see per_task\) with columns 'trials' and "
@@ -323,5 +323,5 @@ def test_data_errors_are_trial_data_errors_and_argument_errors_are_not():
     with pytest.raises(TrialDataError):
         evalstats.read_trials(frame.assign(success=[1, 0, 2, 1, 1, 0]))
     with pytest.raises(RelsimError) as info:
-        evalstats.analyze(frame, ks=[1], target=2)
+        evalstats.analyze(frame, k=[1], target=2)
     assert not isinstance(info.value, TrialDataError)

@@ -139,26 +139,26 @@ def test_samples_epochs_and_scores_become_trials(logs):
 
 
 def test_analyze_an_inspect_log_like_a_csv(logs, tmp_path):
-    result = evalstats.analyze(logs["plain"], ks=[3])
+    result = evalstats.analyze(logs["plain"], k=[3])
     csv = tmp_path / "same.csv"
     csv.write_text(
         "task,trial,success\n"
         + "".join(f"{t},{j + 1},{s}\n" for t, row in TABLE.items() for j, s in enumerate(row))
     )
-    by_hand = evalstats.analyze(csv, ks=[3])
+    by_hand = evalstats.analyze(csv, k=[3])
     for key in ("success", "pass_at_k", "pass_hat_k"):
         assert result.to_dict()[key] == by_hand.to_dict()[key]
     assert result.to_dict()["metrics"]["total_tokens"]["mean"] == 25
     failures = sum(1 - s for row in TABLE.values() for s in row)
     assert result.categories["wrong_tool"]["count"] == failures
     # a directory of logs reads the same
-    from_dir = evalstats.analyze(logs["dir"], ks=[3]).to_dict()
+    from_dir = evalstats.analyze(logs["dir"], k=[3]).to_dict()
     assert from_dir["success"] == by_hand.to_dict()["success"]
 
 
 def test_errored_samples_are_reported_not_failures(logs):
     with pytest.warns(evalstats.TrialDataWarning, match="1 sample errored"):
-        result = evalstats.analyze(logs["errored"], ks=[1])
+        result = evalstats.analyze(logs["errored"], k=[1])
     assert result.trials == 14
     assert result.errors["count"] == 1
     assert result.errors["samples"][0]["task"] == "q3"

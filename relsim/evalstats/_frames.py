@@ -111,7 +111,7 @@ def check_trials(
         fail(
             ~np.isin(success, (0.0, 1.0)),
             "success",
-            "0/1 or true/false (or a score with a threshold)",
+            "0/1 or true/false (or a score with threshold=T)",
             cell(success_text),
         )
     else:
@@ -119,7 +119,7 @@ def check_trials(
         fail(
             ~np.isfinite(score),
             "success",
-            "a numeric score with a threshold",
+            "a numeric score with threshold=T",
             cell(success_text),
         )
         success = (score >= threshold).astype(float)

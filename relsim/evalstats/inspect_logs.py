@@ -123,7 +123,7 @@ def read_inspect_log(
                 if len(scores) > 1:
                     raise invalid(
                         "scorer",
-                        f"named when samples carry several scores: {', '.join(scores)}",
+                        f"named (scorer=NAME) when samples carry several: {', '.join(scores)}",
                         None,
                     )
                 chosen = next(iter(scores))
@@ -203,7 +203,7 @@ def _success(value: Any, threshold: float | None, where: str) -> str:
             number = (_GRADES if threshold is not None else _BINARY).get(text.upper())
             if number is None:
                 raise TrialDataError(
-                    f"{where}: success: must be C, I or N (or a partial P with a threshold), "
+                    f"{where}: success: must be C, I or N (or a partial P with threshold=T), "
                     f"got {show(value)}"
                 )
         else:
@@ -219,8 +219,8 @@ def _success(value: Any, threshold: float | None, where: str) -> str:
     if threshold is None:
         if number not in (0.0, 1.0):
             raise TrialDataError(
-                f"{where}: success: must be C/I, a boolean or 0/1 (or a score with a "
-                f"threshold), got {show(value)}"
+                f"{where}: success: must be C/I, a boolean or 0/1 (or a score with "
+                f"threshold=T), got {show(value)}"
             )
         return "1" if number == 1.0 else "0"
     return "1" if number >= threshold else "0"

@@ -12,10 +12,10 @@ import contextlib
 import json
 import logging
 import math
-import numbers
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Sequence
 
+from relsim import checks
 from relsim.errors import RelsimError, invalid
 from relsim.sweeps.grid import Grid
 from relsim.sweeps.methods import Method, method, run_batch
@@ -156,9 +156,7 @@ def _as_grid(grid: Any) -> Grid:
 
 
 def _check_count(key: str, value: Any, high: int) -> None:
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not (ok and 1 <= value <= high):
-        raise invalid(key, f"an integer in 1..{high}", value)
+    checks.integer(value, key, 1, high)
 
 
 def _manifest(grid: Grid) -> dict[str, Any]:

@@ -71,7 +71,7 @@ KS = [1, 2, 3, 4, 5]
 with tempfile.TemporaryDirectory() as folder:
     csv = Path(folder) / "trials.csv"
     trials.to_csv(csv, index=False)
-    analysis = evalstats.analyze(csv, ks=KS, seed=0)
+    analysis = evalstats.analyze(csv, k=KS, seed=0)
 analysis.pass_k
 
 # %% [markdown]
