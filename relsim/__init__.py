@@ -42,6 +42,7 @@ _EXPORTS = {
     "Infra": "relsim.scenario",
     "Duration": "relsim.scenario",
     "Backoff": "relsim.scenario",
+    "results": "relsim.results",
     "scenario": "relsim.scenario",
     "sweep": "relsim.sweeps",
     "sweeps": "relsim.sweeps",
