@@ -32,21 +32,21 @@ _WG = np.array([
 ])  # fmt: skip
 
 
-_GK_NODES = np.concatenate([-_XGK[:-1], [0.0], _XGK[:-1][::-1]])
-_GK_WEIGHTS = np.concatenate([_WGK, _WGK[:-1][::-1]])
-_G_WEIGHTS = np.zeros(15)
-_G_WEIGHTS[1:7:2] = _WG[:3]
-_G_WEIGHTS[7] = _WG[3]
-_G_WEIGHTS[8:] = _G_WEIGHTS[:7][::-1]
+GK_NODES = np.concatenate([-_XGK[:-1], [0.0], _XGK[:-1][::-1]])
+GK_WEIGHTS = np.concatenate([_WGK, _WGK[:-1][::-1]])
+G_WEIGHTS = np.zeros(15)
+G_WEIGHTS[1:7:2] = _WG[:3]
+G_WEIGHTS[7] = _WG[3]
+G_WEIGHTS[8:] = G_WEIGHTS[:7][::-1]
 
 #: Integration range for a standard normal effect; P(|Z| > 8.5) = 1.9e-17.
-_LIMIT = 8.5
-_START_EDGES = np.array([-_LIMIT, -5.0, -2.5, 0.0, 2.5, 5.0, _LIMIT])
+LIMIT = 8.5
+_START_EDGES = np.array([-LIMIT, -5.0, -2.5, 0.0, 2.5, 5.0, LIMIT])
 _MIN_WIDTH = 1e-6
 _EPS = float(np.finfo(float).eps)
 
 
-def _integrate_normal(
+def integrate_normal(
     f: Callable[[np.ndarray], np.ndarray], tol: float
 ) -> tuple[np.ndarray, int]:
     r"""Adaptive Gauss-Kronrod integral of a vector function against the normal density.
@@ -67,13 +67,13 @@ def _integrate_normal(
     while len(pending):
         middle = pending.mean(axis=1)
         half = (pending[:, 1] - pending[:, 0]) / 2
-        x = middle[:, None] + half[:, None] * _GK_NODES  # (panels, 15)
+        x = middle[:, None] + half[:, None] * GK_NODES  # (panels, 15)
         values = f(x.ravel())
         values = values.reshape(values.shape[:-1] + x.shape)
         used += x.size
         weight = half[:, None] * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
-        kronrod = np.einsum("...pk,pk->...p", values, weight * _GK_WEIGHTS)
-        gauss = np.einsum("...pk,pk->...p", values, weight * _G_WEIGHTS)
+        kronrod = np.einsum("...pk,pk->...p", values, weight * GK_WEIGHTS)
+        gauss = np.einsum("...pk,pk->...p", values, weight * G_WEIGHTS)
         scale = np.maximum(1.0, np.abs(total + kronrod.sum(axis=-1)))[..., None]
         raw = np.abs(kronrod - gauss) / scale
         estimate = np.minimum(raw, (200.0 * raw) ** 1.5)
@@ -81,7 +81,7 @@ def _integrate_normal(
         # noise; halving cannot lower it, so a tol below rounding stops there, not at 1e-6.
         noise = 50 * _EPS * np.abs(kronrod) / scale
         worst = np.maximum(estimate - noise, 0.0).reshape(-1, len(pending)).max(axis=0)
-        done = (worst <= tol * 2 * half / (2 * _LIMIT)) | (half < _MIN_WIDTH)
+        done = (worst <= tol * 2 * half / (2 * LIMIT)) | (half < _MIN_WIDTH)
         total = total + kronrod[..., done].sum(axis=-1)
         split = pending[~done]
         cut = split.mean(axis=1)

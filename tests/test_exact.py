@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from relsim.scenario import trial_model
 from relsim import formulas
-from relsim._quadrature import _GK_NODES, _GK_WEIGHTS, _G_WEIGHTS
+from relsim._quadrature import GK_NODES, GK_WEIGHTS, G_WEIGHTS
 from relsim.exact import _evaluate, evaluate
 from relsim.results import Outcome
 from relsim.scenario import Scenario
@@ -661,14 +661,14 @@ def test_gauss_kronrod_rules_integrate_polynomials_exactly():
     # K15 is exact to degree 22 and G7 to degree 13 on [-1, 1]; one degree more is not.
     for degree in range(24):
         exact = 0.0 if degree % 2 else 2.0 / (degree + 1)
-        kronrod = float(np.sum(_GK_WEIGHTS * _GK_NODES**degree))
-        gauss = float(np.sum(_G_WEIGHTS * _GK_NODES**degree))
+        kronrod = float(np.sum(GK_WEIGHTS * GK_NODES**degree))
+        gauss = float(np.sum(G_WEIGHTS * GK_NODES**degree))
         if degree <= 22:
             assert kronrod == pytest.approx(exact, abs=1e-15)
         if degree <= 13:
             assert gauss == pytest.approx(exact, abs=1e-15)
-    assert abs(float(np.sum(_G_WEIGHTS * _GK_NODES**14)) - 2.0 / 15) > 1e-6
-    assert np.count_nonzero(_G_WEIGHTS) == 7
+    assert abs(float(np.sum(G_WEIGHTS * GK_NODES**14)) - 2.0 / 15) > 1e-6
+    assert np.count_nonzero(G_WEIGHTS) == 7
 
 
 def test_a_mapping_is_read_as_a_scenario_and_anything_else_is_named():

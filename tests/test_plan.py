@@ -26,8 +26,8 @@ from relsim import plan as planner
 from relsim.errors import RelsimError
 from relsim.plan import Plan
 from relsim.plan import _common as plan_limits
-from relsim.plan._common import _is_chain, _success
-from relsim.plan.binding import _relaxations
+from relsim.plan._common import is_chain, exact_success
+from relsim.plan.binding import relaxations
 from relsim.scenario import Scenario
 
 
@@ -237,7 +237,7 @@ def test_no_verifier_remedy_states_what_a_perfect_verifier_buys(quantity):
 
 def test_no_verifier_relaxation_lifts_the_ceiling_to_one():
     s = scenario(steps=10, p=0.95)
-    remedy = dict(_relaxations(s))["retries.per_step"]
+    remedy = dict(relaxations(s))["retries.per_step"]
     assert remedy.verifier is not None and remedy.retries is not None
     assert evaluate(remedy).success == pytest.approx(
         (1 - 0.05 ** (remedy.retries.per_step + 1)) ** 10, abs=1e-12
@@ -808,8 +808,8 @@ def test_closed_form_fast_path_equals_engine(steps, prob, miss, false_reject, bu
         verifier={"miss": miss, "false_reject": false_reject},
         retries={"per_step": budget},
     )
-    assert _is_chain(s)
-    assert _success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
+    assert is_chain(s)
+    assert exact_success(s) == pytest.approx(evaluate(s).success, abs=1e-12)
 
 
 # ==================================================================== the Plan and its inputs

@@ -45,7 +45,7 @@ def test_every_planner_refuses_100000_steps_with_checkpoints_before_it_starts(qu
     def no_engine(_scenario):
         raise AssertionError("the engine ran before the estimate refused")
 
-    monkeypatch.setattr(_common, "_evaluate", no_engine)
+    monkeypatch.setattr(_common, "evaluate_design", no_engine)
     s = Scenario.from_dict(BIG_CHECKPOINTS)
     with pytest.raises(RelsimError, match=r"needs about \d+ exact evaluations") as caught:
         planner.solve(s, quantity)
@@ -95,19 +95,19 @@ def test_allocation_is_not_refused_for_its_gap_bound_alone(monkeypatch):
     # refused. Here the memory limit sits between the two sizes: the plan must come back,
     # feasible by the exact engine (run without the limit), with a valid, weaker bound.
     from relsim.exact import evaluate, work_estimate
-    from relsim.plan._common import _with_per_step
+    from relsim.plan._common import with_per_step
 
     s = Scenario.from_dict(TWELVE_WITH_EFFECTS)
-    widest = work_estimate(_with_per_step(s, [_common.MAX_BUDGET] * 12)).memory
-    ordinary = work_estimate(_with_per_step(s, [100] * 12)).memory
+    widest = work_estimate(with_per_step(s, [_common.MAX_BUDGET] * 12)).memory
+    ordinary = work_estimate(with_per_step(s, [100] * 12)).memory
     assert widest > 5 * ordinary
     monkeypatch.setenv("RELSIM_MEMORY_LIMIT", str(int(2 * ordinary)))
     plan = planner.allocation(s, 0.6)
     monkeypatch.delenv("RELSIM_MEMORY_LIMIT")
     assert plan.feasible and max(plan.value) <= 100
-    outcome = evaluate(_with_per_step(s, plan.value))
+    outcome = evaluate(with_per_step(s, plan.value))
     assert outcome.success >= 0.6
     # every budget at 0 costs no more than any allocation, and no success exceeds 1
-    cheapest = evaluate(_with_per_step(s, [0] * 12)).expected_cost
+    cheapest = evaluate(with_per_step(s, [0] * 12)).expected_cost
     assert plan.details["lower_bound"] == pytest.approx(cheapest, rel=1e-12)
     assert plan.details["lower_bound"] <= outcome.cost_per_success

@@ -40,8 +40,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from relsim._quadrature import _integrate_normal
-from relsim.exact._chain import DEFAULT_TOL, _ATTEMPTS, _COST, _Model, _StepEffectGrid, _conditional
+from relsim._quadrature import integrate_normal
+from relsim.exact._chain import DEFAULT_TOL, ATTEMPTS, COST, ChainModel, StepEffectGrid, conditional_values
 from relsim.exact._work import check_tol, work_estimate
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario, trial_model
@@ -114,26 +114,26 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
         success=success,
         silent_failure=silent,
         detected_failure=detected,
-        expected_attempts=float(values[_ATTEMPTS]),
-        expected_cost=float(values[_COST]),
+        expected_attempts=float(values[ATTEMPTS]),
+        expected_cost=float(values[COST]),
     )
 
 
 def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
     """The five expectations and the number of task-effect nodes used (no work check)."""
     check_tol(tol)
-    model = _Model.from_trial(trial_model(scenario), float(tol))
-    grids: dict[tuple, _StepEffectGrid] = {}  # shared by every round of task-effect nodes
+    model = ChainModel.from_trial(trial_model(scenario), float(tol))
+    grids: dict[tuple, StepEffectGrid] = {}  # shared by every round of task-effect nodes
     if model.trial.task_sd == 0.0:
-        values, used = _conditional(model, np.zeros(1), grids)[:, 0], 1
+        values, used = conditional_values(model, np.zeros(1), grids)[:, 0], 1
     else:
 
         def conditional(z: np.ndarray) -> np.ndarray:
             # with a row of ones: dividing by its integral makes the weights sum to exactly 1
-            return np.vstack([_conditional(model, model.trial.task_sd * z, grids), np.ones(z.size)])
+            return np.vstack([conditional_values(model, model.trial.task_sd * z, grids), np.ones(z.size)])
 
-        values, used = _integrate_normal(conditional, float(tol))
+        values, used = integrate_normal(conditional, float(tol))
         values = values[:-1] / values[-1]
     with np.errstate(over="ignore"):  # a cost past the float range is stated as infinite
-        values[_COST] *= model.trial.cost_unit
+        values[COST] *= model.trial.cost_unit
     return values, used

@@ -1,7 +1,7 @@
 """The exact engine's forward pass: the step kernels, the step-effect grids and the chain.
 
 Private to ``relsim.exact`` (its docstring describes the method). Reads the compiled
-``relsim.scenario.TrialModel`` through :class:`_Model`, which adds what only this engine needs
+``relsim.scenario.TrialModel`` through :class:`ChainModel`, which adds what only this engine needs
 (the binding task budget, costs in the model's cost unit, each kernel's tolerance).
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from relsim._quadrature import _LIMIT
+from relsim._quadrature import LIMIT
 from relsim.scenario.compiled import TrialModel, shift_array
 
 #: Default error tolerance of the quadrature (an estimate that is pessimistic by orders of
@@ -20,12 +20,12 @@ from relsim.scenario.compiled import TrialModel, shift_array
 DEFAULT_TOL = 1e-8
 
 # Rows of the conditional result returned by the forward pass.
-_SUCCESS, _SILENT, _DETECTED, _ATTEMPTS, _COST = range(5)
+SUCCESS, SILENT, DETECTED, ATTEMPTS, COST = range(5)
 
 
 # ----------------------------------------------------------------------------- the model
 @dataclass(frozen=True)
-class _Model:
+class ChainModel:
     """The compiled trial model and what only this engine derives from it."""
 
     trial: TrialModel
@@ -38,7 +38,7 @@ class _Model:
     kernel_tol: float  # tolerance of each step kernel's integral over u
 
     @classmethod
-    def from_trial(cls, m: TrialModel, tol: float) -> "_Model":
+    def from_trial(cls, m: TrialModel, tol: float) -> "ChainModel":
         unit = m.cost_unit
         return cls(
             trial=m,
@@ -75,7 +75,7 @@ class _Model:
 
 # ------------------------------------------------------------------------- quadrature
 _EPS = float(np.finfo(float).eps)
-_KERNEL_NOISE = 256 * _EPS  # see _StepEffectGrid.integrate
+_KERNEL_NOISE = 256 * _EPS  # see StepEffectGrid.integrate
 
 
 # ------------------------------------------------------------------- one step execution
@@ -131,7 +131,7 @@ class _Kernel:
 
 
 def _attempt_matrices(
-    model: _Model, step: int, p_focused: np.ndarray
+    model: ChainModel, step: int, p_focused: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-attempt moves over the confusion states, for an array of :math:`p'`, nodes last.
 
@@ -173,7 +173,7 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _kernel_values(model: _Model, step: int, p_focused: np.ndarray) -> np.ndarray:
+def _kernel_values(model: ChainModel, step: int, p_focused: np.ndarray) -> np.ndarray:
     r"""Accept and exhaust probabilities for each :math:`p'`, flattened, nodes last.
 
     .. math::
@@ -205,11 +205,11 @@ def _kernel_values(model: _Model, step: int, p_focused: np.ndarray) -> np.ndarra
 
 
 def _step_kernel(
-    model: _Model, step: int, z_shift: np.ndarray, n_r: int, grids: dict, bands: dict
+    model: ChainModel, step: int, z_shift: np.ndarray, n_r: int, grids: dict, bands: dict
 ) -> _Kernel:
     """The kernel of step ``step`` (0-based) at these task-effect shifts.
 
-    ``grids`` keeps each step's `_StepEffectGrid` across rounds of task-effect nodes,
+    ``grids`` keeps each step's `StepEffectGrid` across rounds of task-effect nodes,
     ``bands`` the quadrature weights shared by every grid in this round.
     """
     cap = int(model.cap[step])
@@ -223,7 +223,7 @@ def _step_kernel(
     else:
         key = model.step_key(step)
         if key not in grids:
-            grids[key] = _StepEffectGrid(model, step)
+            grids[key] = StepEffectGrid(model, step)
         values = grids[key].integrate(z_shift, bands)
     accept = values[..., : 2 * c * c].reshape(cap + 1, n_z, c, 2, c)  # k, z, c, wrong, c2
     exhaust = values[..., 2 * c * c :]  # (cap + 1, z, c)
@@ -256,7 +256,7 @@ def _step_kernel(
     )
 
 
-class _StepEffectGrid:
+class StepEffectGrid:
     r"""The step-effect integral of one step's kernel values, for any task-effect shifts.
 
     With :math:`y = \operatorname{logit} p + x_{\text{task}}` the kernel values are
@@ -270,7 +270,7 @@ class _StepEffectGrid:
     the tests; its error falls like :math:`\exp(-2\pi^2\sigma^2/h^2)`.
     """
 
-    def __init__(self, model: _Model, step: int) -> None:
+    def __init__(self, model: ChainModel, step: int) -> None:
         self.model = model
         self.step = step
         self.p = float(model.trial.p[step])
@@ -279,7 +279,7 @@ class _StepEffectGrid:
         self._build(0.3 * min(1.0, self.sd))
 
     def _build(self, h: float) -> None:
-        reach = _LIMIT * (self.model.trial.task_sd + self.sd)
+        reach = LIMIT * (self.model.trial.task_sd + self.sd)
         half = 2 * math.ceil(reach / (2 * h))  # even, so the even points form the 2h rule
         self.h = h
         self.offsets = h * np.arange(-half, half + 1)
@@ -315,9 +315,9 @@ class _StepEffectGrid:
 
     def _weights(self, z_shift: np.ndarray) -> np.ndarray:
         """The fine and the coarse rule for each shift, over the grid: ``(z * 2, grid)``."""
-        width = int(math.ceil(2 * _LIMIT * self.sd / self.h)) + 2
+        width = int(math.ceil(2 * LIMIT * self.sd / self.h)) + 2
         count = self.offsets.size
-        first = np.floor((z_shift - _LIMIT * self.sd - self.offsets[0]) / self.h).astype(np.int64)
+        first = np.floor((z_shift - LIMIT * self.sd - self.offsets[0]) / self.h).astype(np.int64)
         index = np.clip(first, 0, max(0, count - width))[:, None] + np.arange(min(width, count))
         distance = (self.offsets[index] - z_shift[:, None]) / self.sd
         weight = np.exp(-0.5 * distance * distance)  # (z, band)
@@ -334,12 +334,12 @@ class _StepEffectGrid:
 #: The largest matrix product (rows * inner * columns) done in one call. OpenBLAS runs larger
 #: ones on several threads; on a small, busy machine waiting for them costs far more than the
 #: product itself (measured on two cores: 6 ms instead of 0.1 ms).
-_PRODUCT_LIMIT = 2**18
+PRODUCT_LIMIT = 2**18
 
 
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` for 2-d arrays, in blocks of rows small enough to stay on one thread."""
-    rows = max(1, _PRODUCT_LIMIT // (a.shape[1] * b.shape[1]))
+    rows = max(1, PRODUCT_LIMIT // (a.shape[1] * b.shape[1]))
     if a.shape[0] <= rows:
         return a @ b
     out = np.empty((a.shape[0], b.shape[1]))
@@ -349,7 +349,7 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------ the forward pass
-def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
+def conditional_values(model: ChainModel, z_shift: np.ndarray, grids: dict) -> np.ndarray:
     """The five expectations given the task effect, for each shift: shape (5, z).
 
     The state array has axes (z, tainted * C + confusion state, doomed, retries used). A step
@@ -396,8 +396,8 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
             if i == n:
                 mass = _mass(state)
                 clean = _mass(state[:, : model.n_conf, 0])  # neither tainted nor doomed
-                result[_SUCCESS] += clean
-                result[_SILENT] += mass - clean
+                result[SUCCESS] += clean
+                result[SILENT] += mass - clean
                 break
             checkpoint = i + 1 in model.positions
             state = _execute(model, step_kernels[i], i, state, result, work, checkpoint)
@@ -405,9 +405,9 @@ def _conditional(model: _Model, z_shift: np.ndarray, grids: dict) -> np.ndarray:
             if checkpoint:
                 state, caught = _pass_checkpoint(model, state)
                 if layer == model.trial.rollbacks:
-                    result[_DETECTED] += _mass(caught)
+                    result[DETECTED] += _mass(caught)
                 else:
-                    result[_COST] += model.rollback_cost * _mass(caught)
+                    result[COST] += model.rollback_cost * _mass(caught)
                     target = int(seg_start[i - 1])
                     pending[target] = pending.get(target, 0.0) + caught
             if i in arrivals:
@@ -421,7 +421,7 @@ def _mass(state: np.ndarray) -> np.ndarray:
 
 
 def _execute(
-    model: _Model,
+    model: ChainModel,
     kernel: _Kernel,
     step: int,
     state: np.ndarray,
@@ -457,17 +457,17 @@ def _execute(
         by_conf = by_conf[:, :, 0] + by_conf[:, :, 1]
     by_conf = by_conf.reshape(n_z, -1)
     lost = (by_conf[:, None] @ kernel.lost)[:, 0]  # (z, 2)
-    result[_DETECTED] += lost[:, 0]
-    result[_ATTEMPTS] += lost[:, 1]
-    result[_COST] += model.attempt_cost[step] * lost[:, 1]
+    result[DETECTED] += lost[:, 0]
+    result[ATTEMPTS] += lost[:, 1]
+    result[COST] += model.attempt_cost[step] * lost[:, 1]
     if checkpoint:
         # Every execution that does not run out of retries is accepted and meets the
         # checkpoint (cheaper than a row of the product that sums the accepted mass).
-        result[_COST] += model.checkpoint_cost * (by_conf.sum(axis=1) - lost[:, 0])
+        result[COST] += model.checkpoint_cost * (by_conf.sum(axis=1) - lost[:, 0])
     return out.reshape(n_z, -1, n_d, n_r)
 
 
-def _pass_checkpoint(model: _Model, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pass_checkpoint(model: ChainModel, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A checkpoint met after an execution, from the rows that `_execute` returns for it.
 
     A segment holding an accepted wrong result is caught with ``detect``, a clean one raises

@@ -7,8 +7,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from relsim._quadrature import _LIMIT
-from relsim.exact._chain import _PRODUCT_LIMIT, DEFAULT_TOL
+from relsim._quadrature import LIMIT
+from relsim.exact._chain import PRODUCT_LIMIT, DEFAULT_TOL
 from relsim.errors import invalid
 from relsim.limits import WorkEstimate
 from relsim.scenario import Scenario, as_scenario, trial_model
@@ -25,8 +25,8 @@ _SECONDS_PER_SHIFT = 10e-6
 _SECONDS_PER_KERNEL = 250e-6
 _SECONDS_PER_LEVEL = 12e-6
 _SECONDS_PER_MULTIPLY_ADD = 0.3e-9
-# A product of more than _PRODUCT_LIMIT multiply-adds per node runs on OpenBLAS's threads,
-# which on a busy machine is far slower per multiply-add (see _PRODUCT_LIMIT).
+# A product of more than PRODUCT_LIMIT multiply-adds per node runs on OpenBLAS's threads,
+# which on a busy machine is far slower per multiply-add (see PRODUCT_LIMIT).
 _SECONDS_PER_THREADED_MULTIPLY_ADD = 5e-9
 _SECONDS_PER_COPY = 1.0e-9
 # Task-effect nodes: the first round of the adaptive rule has 6 panels of 15 nodes, and the
@@ -112,7 +112,7 @@ def work_estimate(
     shifts = level_max if total is not None else 1
     grid = 0
     if step_sd > 0:
-        grid = 2 * math.ceil(_LIMIT * (task_sd + step_sd) / (2 * 0.3 * min(1.0, step_sd))) * 2 + 1
+        grid = 2 * math.ceil(LIMIT * (task_sd + step_sd) / (2 * 0.3 * min(1.0, step_sd))) * 2 + 1
     points = grid if grid else n_z
     kernel_cells = (
         n_z * 2 * c * 2 * c * 5 * (level_sum if total is not None else n_kernels)  # move, variants
@@ -129,7 +129,7 @@ def work_estimate(
     )
     executions = n * (rollbacks + 1 if rolls_back else 1)
     product = (2 * c + 1) * shifts * 2 * c * n_d * n_r  # multiply-adds per node
-    rate = _SECONDS_PER_MULTIPLY_ADD if product <= _PRODUCT_LIMIT else (
+    rate = _SECONDS_PER_MULTIPLY_ADD if product <= PRODUCT_LIMIT else (
         _SECONDS_PER_THREADED_MULTIPLY_ADD
     )
     per_execution = (

@@ -1,5 +1,5 @@
 """What every planner shares: the tolerances and limits, the target check, the engine call,
-the scenario transformations (one design quantity changed) and :func:`_plan`, which turns a
+the scenario transformations (one design quantity changed) and :func:`make_plan`, which turns a
 chosen design into a :class:`~relsim.plan.result.Plan`.
 
 The search limits (``MAX_BUDGET``, ``MAX_TOTAL``, ``MAX_FRONT``) are read as
@@ -23,7 +23,7 @@ from relsim.scenario import Retries, Scenario, Verifier
 __all__ = ["QUANTITIES", "Plan"]  # and the private helpers the planners share
 
 #: Slack on ``success >= target``: none. Every planner judges a target by one rule,
-#: :func:`_reaches` (:func:`relsim.formulas.meets_target`), with no tolerance.
+#: :func:`meets_goal` (:func:`relsim.formulas.meets_target`), with no tolerance.
 TOLERANCE = 0.0
 #: Success that changes by less than this over a doubling of a budget has converged.
 CONVERGED = 1e-12
@@ -76,7 +76,7 @@ def _check_work(scenario: Scenario, for_: str) -> None:
     A chain of independent steps is searched with closed forms (one engine call at the end);
     anything else costs ``EVALUATIONS[for_]`` exact evaluations of about ``SECONDS_PER_UNIT``
     x steps x (rollbacks + 1) x (2 with confusion) seconds each."""
-    if _is_chain(scenario):
+    if is_chain(scenario):
         evaluations = 3
     else:
         evaluations = EVALUATIONS.get(for_, 30)
@@ -94,7 +94,7 @@ def _check_work(scenario: Scenario, for_: str) -> None:
         )
 
 
-def _goal(scenario: Scenario, target: float | None, for_: str | None = None) -> float:
+def goal_of(scenario: Scenario, target: float | None, for_: str | None = None) -> float:
     """The target to plan for: ``target``, else the scenario's; in (0, 1]. With ``for_``,
     the plan's work is estimated first (:func:`_check_work`)."""
     if not isinstance(scenario, Scenario):
@@ -113,23 +113,23 @@ def _goal(scenario: Scenario, target: float | None, for_: str | None = None) -> 
     return target
 
 
-class _Success(float):
+class SuccessValue(float):
     """A success probability that carries its failure probability (silent + detected,
     summed without the cancellation of ``1 - success``), for the target rule."""
 
     failure: float
 
-    def __new__(cls, success: float, failure: float) -> "_Success":
+    def __new__(cls, success: float, failure: float) -> "SuccessValue":
         value = super().__new__(cls, success)
         value.failure = float(failure)
         return value
 
 
-def _outcome_success(outcome: Outcome) -> _Success:
-    return _Success(outcome.success, outcome.silent_failure + outcome.detected_failure)
+def outcome_success(outcome: Outcome) -> SuccessValue:
+    return SuccessValue(outcome.success, outcome.silent_failure + outcome.detected_failure)
 
 
-def _reaches(success: float, goal: float) -> bool:
+def meets_goal(success: float, goal: float) -> bool:
     """The one target rule of every planner: ``log(success) >= log(goal)``, both logs from
     the failure probability where it is small (:func:`relsim.formulas.meets_target`). So a
     target a few ulps below 1 is judged by the failure probability, and target 1 is met only
@@ -144,18 +144,18 @@ def _reaches(success: float, goal: float) -> bool:
     return formulas.meets_target(log_success, goal)
 
 
-def _log_goal(goal: float) -> float:
-    """``log(goal)`` to full relative accuracy (the target side of :func:`_reaches`)."""
+def log_goal_of(goal: float) -> float:
+    """``log(goal)`` to full relative accuracy (the target side of :func:`meets_goal`)."""
     return formulas._log_target(goal)
 
 
-def _evaluate(scenario: Scenario) -> Outcome:
+def evaluate_design(scenario: Scenario) -> Outcome:
     from relsim.exact import evaluate
 
     return evaluate(scenario)
 
 
-def _is_chain(scenario: Scenario) -> bool:
+def is_chain(scenario: Scenario) -> bool:
     """True when the scenario is a chain of independent verified steps (the closed form)."""
     model = trial_model(scenario)
     return not (
@@ -163,17 +163,17 @@ def _is_chain(scenario: Scenario) -> bool:
     )
 
 
-def _success(scenario: Scenario) -> _Success:
-    """Exact success (with its failure probability, for :func:`_reaches`): the closed-form
+def exact_success(scenario: Scenario) -> SuccessValue:
+    """Exact success (with its failure probability, for :func:`meets_goal`): the closed-form
     chain where it applies, else the engine."""
-    if _is_chain(scenario):
+    if is_chain(scenario):
         model = trial_model(scenario)
         chain = formulas.verified_chain(model.p, model.per_step, model.miss, model.false_reject)
-        return _Success(chain.success, chain.silent_failure + chain.detected_failure)
-    return _outcome_success(_evaluate(scenario))
+        return SuccessValue(chain.success, chain.silent_failure + chain.detected_failure)
+    return outcome_success(evaluate_design(scenario))
 
 
-def _plan(
+def make_plan(
     for_: str,
     value: Any,
     planned: Scenario,
@@ -185,7 +185,7 @@ def _plan(
     reason: str | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> Plan:
-    outcome = _evaluate(planned)
+    outcome = evaluate_design(planned)
     if isinstance(value, (list, tuple, np.ndarray)):
         value = tuple(int(v) for v in value)
     elif isinstance(value, (bool, np.bool_)):
@@ -210,12 +210,12 @@ def _plan(
 
 
 # ------------------------------------------------------------------ scenario transformations
-def _per_step_cap(scenario: Scenario) -> int | tuple[int, ...] | None:
+def per_step_cap(scenario: Scenario) -> int | tuple[int, ...] | None:
     """The per-step budget the user set (None when only a total, or no retries, is set)."""
     return None if scenario.retries is None else scenario.retries.per_step
 
 
-def _with_per_step(scenario: Scenario, budget: int | Iterable[int]) -> Scenario:
+def with_per_step(scenario: Scenario, budget: int | Iterable[int]) -> Scenario:
     if not isinstance(budget, (int, np.integer)):
         budget = tuple(int(b) for b in budget)
     else:
@@ -223,24 +223,24 @@ def _with_per_step(scenario: Scenario, budget: int | Iterable[int]) -> Scenario:
     return replace(scenario, retries=Retries(per_step=budget, total=None if scenario.retries is None else scenario.retries.total))
 
 
-def _with_total(scenario: Scenario, budget: int | None) -> Scenario:
-    per_step = _per_step_cap(scenario)
+def with_total(scenario: Scenario, budget: int | None) -> Scenario:
+    per_step = per_step_cap(scenario)
     if budget is None and per_step is None:
-        per_step = _budget_floor(scenario)
+        per_step = budget_floor(scenario)
     return replace(scenario, retries=Retries(per_step=per_step, total=budget))
 
 
-def _with_rate(scenario: Scenario, key: str, value: float) -> Scenario:
+def with_rate(scenario: Scenario, key: str, value: float) -> Scenario:
     current = scenario.verifier or Verifier()
     return replace(scenario, verifier=replace(current, **{key: value}))
 
 
-def _with_every(scenario: Scenario, every: int) -> Scenario:
+def with_every(scenario: Scenario, every: int) -> Scenario:
     assert scenario.checkpoints is not None
     return replace(scenario, checkpoints=replace(scenario.checkpoints, every=int(every)))
 
 
-def _budget_floor(scenario: Scenario) -> int:
+def budget_floor(scenario: Scenario) -> int:
     r"""Least ``r >= 1`` with :math:`q^r \le 10^{-12}` at the slowest step (confused or not;
     a state that can never pass, :math:`q = 1`, is left out: it never converges and never
     contributes): past it a chain's success no longer moves; capped at ``MAX_BUDGET``."""
@@ -255,11 +255,11 @@ def _budget_floor(scenario: Scenario) -> int:
     return int(min(MAX_BUDGET, max(1, math.ceil(math.log(CONVERGED) / math.log(q_max)))))
 
 
-def _with_perfect_verifier(scenario: Scenario) -> Scenario:
+def with_perfect_verifier(scenario: Scenario) -> Scenario:
     """The remedy for a scenario without a verifier: a perfect one, and per-step retries up to
     the budget at which that verifier's success stops moving (the floor is taken with the
     verifier in place; without one no attempt is rejected and any floor is 1)."""
     verified = replace(scenario, verifier=Verifier())
-    return replace(verified, retries=Retries(per_step=_budget_floor(verified)))
+    return replace(verified, retries=Retries(per_step=budget_floor(verified)))
 
 

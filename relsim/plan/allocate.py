@@ -23,19 +23,19 @@ from relsim.plan._common import (
     SURROGATE_BISECTIONS,
     SURROGATE_BUCKETS,
     Plan,
-    _budget_floor,
-    _evaluate,
-    _goal,
-    _is_chain,
-    _log_goal,
-    _outcome_success,
-    _plan,
-    _reaches,
-    _with_per_step,
+    budget_floor,
+    evaluate_design,
+    goal_of,
+    is_chain,
+    log_goal_of,
+    outcome_success,
+    make_plan,
+    meets_goal,
+    with_per_step,
 )
-from relsim.plan.binding import _no_verifier_plan
+from relsim.plan.binding import no_verifier_plan
 from relsim.plan.budgets import retries
-from relsim.plan.search import _least_budget
+from relsim.plan.search import least_budget
 from relsim.results import Outcome
 from relsim.scenario import Scenario
 
@@ -118,13 +118,13 @@ def allocation(
     >>> plan.value, plan.details["optimal"]
     ((9, 29, 6), True)
     """
-    goal = _goal(scenario, target, "allocation")
+    goal = goal_of(scenario, target, "allocation")
     if objective not in OBJECTIVES:
         raise invalid("objective", f"one of {', '.join(OBJECTIVES)}", objective)
     if scenario.verifier is None:
-        return _no_verifier_plan("allocation", scenario, goal, (0,) * scenario.steps)
+        return no_verifier_plan("allocation", scenario, goal, (0,) * scenario.steps)
     _check_size(scenario)
-    if _is_chain(scenario):
+    if is_chain(scenario):
         plan = _allocation_chain(scenario, goal, objective)
     else:
         plan = _allocation_general(scenario, goal, objective)
@@ -187,7 +187,7 @@ def _why(budgets: Sequence[int], objective: str) -> str:
 
 def _check_size(scenario: Scenario) -> None:
     """Refuse, before any work, a chain table or bucketed programme over ``MAX_MEMORY``."""
-    width = _budget_floor(scenario) + 1
+    width = budget_floor(scenario) + 1
     effect = trial_model(scenario).has_random_effects
     cells = scenario.steps * width * (21 if effect else 1)
     table = 8 * cells * 8  # eight float64 tables and temporaries of that size
@@ -238,7 +238,7 @@ class _ChainTable:
         other step at its best); None when even the best falls short."""
         n = len(self.high)
         best = self.log_table[np.arange(n), self.high]
-        log_goal = _log_goal(goal)
+        log_goal = log_goal_of(goal)
         if not np.all(np.isfinite(best)) or float(np.sum(best)) < log_goal:
             return None
         need = log_goal - (float(np.sum(best)) - best)
@@ -256,7 +256,7 @@ class _ChainTable:
         table = self.for_goal(goal)
         if table is None:
             return None
-        if _log_goal(goal) == 0.0:  # target 1, met: every step is certain at its least budget
+        if log_goal_of(goal) == 0.0:  # target 1, met: every step is certain at its least budget
             return table.low.astype(np.int64), {"method": "exact (every step certain)", "gap": 0.0}
         buckets = BUCKETS if exact else SURROGATE_BUCKETS
         _, found_budgets = _bucketed(table, goal, objective, optimistic=False, buckets=buckets)
@@ -287,7 +287,7 @@ def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
     With ``effect_sd > 0`` each step's success, passing probability and attempts are averaged
     over a logit-scale effect :math:`N(0, \sigma^2)` (Gauss-Hermite): the marginal step of a
     scenario with random effects, the surrogate of :func:`_allocation_general`."""
-    width = _budget_floor(scenario) + 1
+    width = budget_floor(scenario) + 1
     budgets = np.arange(width)
     shape = (scenario.steps, width)
     model = trial_model(scenario)
@@ -348,7 +348,7 @@ def _pareto_allocation(
     least_prefix = np.concatenate([[0.0], np.cumsum(least_cost)])
     limit = bound * (1 + 1e-12) + 1e-300
     work = 0
-    log_goal = _log_goal(goal)
+    log_goal = log_goal_of(goal)
     log_table = table.log_table
     best = log_table[np.arange(n), table.high]
     # best log-success the steps before i can still add
@@ -413,7 +413,7 @@ def _bucketed(
     least objective and (rounding down) the budgets of the best bucket."""
     n = len(table.low)
     count = BUCKETS if buckets is None else buckets
-    log_goal = _log_goal(goal)
+    log_goal = log_goal_of(goal)
     width = -log_goal / count
     log_table = table.log_table
     best = log_table[np.arange(n), table.high]
@@ -463,7 +463,7 @@ def _improve_locally(
     """Single-step changes (one budget down, or for cost per success also up), the best
     improvement of the objective first, while success stays >= goal."""
     budgets = budgets.copy()
-    log_goal = _log_goal(goal)
+    log_goal = log_goal_of(goal)
     n = len(budgets)
     rows = np.arange(n)
     moves = (-1,) if objective == "expected_cost" else (-1, 1)
@@ -511,8 +511,8 @@ def _allocation_chain(scenario: Scenario, goal: float, objective: str) -> Plan:
     if solved is None:
         return _allocation_infeasible(scenario, goal)
     budgets, details = solved
-    planned = _with_per_step(scenario, budgets)
-    return _plan("allocation", budgets, planned, goal, feasible=True, details=details)
+    planned = with_per_step(scenario, budgets)
+    return make_plan("allocation", budgets, planned, goal, feasible=True, details=details)
 
 
 def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
@@ -524,11 +524,11 @@ def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
     budgets = (budget,) * scenario.steps
     if plan.feasible:
         details = {"method": "uniform budget (the target is at the step ceilings)", "gap": None}
-        return _plan("allocation", budgets, plan.scenario, goal, feasible=True, details=details)
-    return _plan(
+        return make_plan("allocation", budgets, plan.scenario, goal, feasible=True, details=details)
+    return make_plan(
         "allocation",
         budgets,
-        _with_per_step(scenario, budgets),
+        with_per_step(scenario, budgets),
         goal,
         feasible=False,
         ceiling=plan.ceiling,
@@ -550,11 +550,11 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
     def outcome(budgets: Iterable[int]) -> Outcome:
         key = tuple(int(b) for b in budgets)
         if key not in evaluations:
-            evaluations[key] = _evaluate(_with_per_step(scenario, key))
+            evaluations[key] = evaluate_design(with_per_step(scenario, key))
         return evaluations[key]
 
     def reaches_with(budgets: Iterable[int]) -> bool:
-        return _reaches(_outcome_success(outcome(budgets)), goal)
+        return meets_goal(outcome_success(outcome(budgets)), goal)
 
     def score(budgets: Iterable[int]) -> float:
         o = outcome(budgets)
@@ -612,10 +612,10 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
         top = table.high.astype(np.int64)
 
         def success_at_extra(extra: int) -> float:
-            return _outcome_success(outcome(np.minimum(top + extra, _common.MAX_BUDGET)))
+            return outcome_success(outcome(np.minimum(top + extra, _common.MAX_BUDGET)))
 
-        floor = _budget_floor(scenario)
-        extra, _, _ = _least_budget(success_at_extra, goal, floor, _common.MAX_BUDGET)
+        floor = budget_floor(scenario)
+        extra, _, _ = least_budget(success_at_extra, goal, floor, _common.MAX_BUDGET)
         if extra is None:  # pragma: no cover - a feasible uniform budget is below top + limit
             return _allocation_infeasible(scenario, goal)
         budgets = np.minimum(top + extra, _common.MAX_BUDGET)
@@ -655,8 +655,8 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
             "valid for every allocation up to MAX_BUDGET per step, and weak"
         )
     details["evaluations"] = len(evaluations)
-    design = _with_per_step(scenario, budgets)
-    return _plan("allocation", budgets, design, goal, feasible=True, details=details)
+    design = with_per_step(scenario, budgets)
+    return make_plan("allocation", budgets, design, goal, feasible=True, details=details)
 
 
 def _monotone_bound(
@@ -676,7 +676,7 @@ def _monotone_bound(
     if objective == "expected_cost":
         return low, "with every budget at MAX_BUDGET"
     widest = [_common.MAX_BUDGET] * n
-    estimate = work_estimate(_with_per_step(scenario, widest))
+    estimate = work_estimate(with_per_step(scenario, widest))
     if estimate.seconds > time_limit() or estimate.memory > memory_limit():
         return low, "at most 1 (every budget at MAX_BUDGET is too large to evaluate)"
     high = float(outcome(widest).success)
@@ -710,7 +710,7 @@ def _branch_and_bound(
         return float(o.expected_cost if objective == "expected_cost" else o.cost_per_success)
 
     def meets(o: Outcome) -> bool:
-        return _reaches(_outcome_success(o), goal)
+        return meets_goal(outcome_success(o), goal)
 
     def bound(low: Outcome, high: Outcome) -> float:
         """The objective of any allocation between ``low`` and ``high`` is at least this."""

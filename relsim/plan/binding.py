@@ -14,19 +14,19 @@ from relsim.scenario import trial_model
 from relsim.plan import diagnosis
 from relsim.plan._common import (
     Plan,
-    _budget_floor,
-    _is_chain,
-    _plan,
-    _reaches,
-    _success,
-    _with_perfect_verifier,
-    _with_per_step,
-    _with_rate,
-    _with_total,
+    budget_floor,
+    is_chain,
+    make_plan,
+    meets_goal,
+    exact_success,
+    with_perfect_verifier,
+    with_per_step,
+    with_rate,
+    with_total,
 )
 from relsim.scenario import Correlation, Scenario
 
-def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
+def relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """Each constraint that can cap success, and the scenario with that constraint lifted,
     in the order they are blamed. Without a verifier, adding one (a perfect one, with
     retries) is the largest change, so it is blamed after the constraints the scenario sets."""
@@ -34,11 +34,11 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
     s = scenario
     model = trial_model(s)
     if model.has_total:
-        out.append(("retries.total", _with_total(s, None)))
+        out.append(("retries.total", with_total(s, None)))
     if model.has_verifier and np.any(model.miss > 0):
-        out.append(("verifier.miss", _with_rate(s, "miss", 0.0)))
+        out.append(("verifier.miss", with_rate(s, "miss", 0.0)))
     if model.has_verifier:
-        out.append(("retries.per_step", _with_per_step(s, _budget_floor(s))))
+        out.append(("retries.per_step", with_per_step(s, budget_floor(s))))
     if model.has_random_effects or model.has_confusion:
         out.append(("correlation", replace(s, correlation=Correlation())))
     if s.checkpoints is not None:
@@ -51,13 +51,13 @@ def _relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
         if c.detect < 1:
             out.append(("checkpoints.detect", replace(s, checkpoints=replace(c, detect=1.0))))
     if model.has_verifier and np.any(model.false_reject > 0):
-        out.append(("verifier.false_reject", _with_rate(s, "false_reject", 0.0)))
+        out.append(("verifier.false_reject", with_rate(s, "false_reject", 0.0)))
     if not model.has_verifier:  # no verifier, so no retries: a perfect verifier with retries
-        out.append(("retries.per_step", _with_perfect_verifier(s)))
+        out.append(("retries.per_step", with_perfect_verifier(s)))
     return out
 
 
-def _diagnose(
+def diagnose(
     scenario: Scenario,
     goal: float,
     ceiling: float,
@@ -67,7 +67,7 @@ def _diagnose(
 ) -> tuple[str, str]:
     """Which constraint binds, and why, in words.
 
-    Each constraint is lifted on its own (``_relaxations``) and the planned quantity's
+    Each constraint is lifted on its own (``relaxations``) and the planned quantity's
     ceiling recomputed: the first whose lifting reaches the target binds; when none does
     alone, the one that lifts the ceiling most."""
     reasons = diagnosis.REASONS
@@ -76,18 +76,18 @@ def _diagnose(
     if never is not None and for_ != "p":
         return never
     lifted: list[tuple[str, float]] = []
-    for key, relaxed in _relaxations(scenario):
+    for key, relaxed in relaxations(scenario):
         if key in skip:
             continue
         if for_ in ("retries", "allocation") and key == "retries.per_step":
             continue  # the planned quantity itself
         lifted.append((key, ceiling_of(relaxed)))
-    chain = _is_chain(scenario)
+    chain = is_chain(scenario)
 
     def why(key: str, value: float) -> str:
         return diagnosis.why(scenario, key, value, goal, for_, chain=chain)
 
-    alone = [(key, value) for key, value in lifted if _reaches(value, goal)]
+    alone = [(key, value) for key, value in lifted if meets_goal(value, goal)]
     if alone:
         key, value = alone[0]
         return key, reasons["alone"].format(head=head, why=why(key, value))
@@ -106,27 +106,27 @@ def _diagnose(
     return "p", reasons["agent"].format(head=head)
 
 
-def _no_verifier_plan(for_: str, scenario: Scenario, goal: float, value: Any) -> Plan:
+def no_verifier_plan(for_: str, scenario: Scenario, goal: float, value: Any) -> Plan:
     """Retries need a verifier: without one, the plan is feasible only if no retry is needed.
 
     A step that never succeeds (``p = 0``) is blamed first: no verifier can help it."""
-    success = _success(scenario)
-    if _reaches(success, goal):
-        return _plan(for_, value, scenario, goal, feasible=True)
+    success = exact_success(scenario)
+    if meets_goal(success, goal):
+        return make_plan(for_, value, scenario, goal, feasible=True)
     never = diagnosis.never_succeeds(scenario, goal, success)
     if never is not None:
         binding, reason = never
     else:
-        perfect = _with_perfect_verifier(scenario)
+        perfect = with_perfect_verifier(scenario)
         assert perfect.retries is not None
         binding = "verifier"
         reason = diagnosis.REASONS["no_verifier"].format(
             success=success,
             goal=goal,
             per_step=perfect.retries.per_step,
-            perfect=_success(perfect),
+            perfect=exact_success(perfect),
         )
-    return _plan(
+    return make_plan(
         for_,
         value,
         scenario,

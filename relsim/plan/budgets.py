@@ -14,16 +14,16 @@ from relsim.plan._common import (
     CONVERGED,
     NEAR_CEILING,
     Plan,
-    _budget_floor,
-    _goal,
-    _per_step_cap,
-    _plan,
-    _success,
-    _with_per_step,
-    _with_total,
+    budget_floor,
+    goal_of,
+    per_step_cap,
+    make_plan,
+    exact_success,
+    with_per_step,
+    with_total,
 )
-from relsim.plan.binding import _diagnose, _no_verifier_plan
-from relsim.plan.search import _least_budget, _least_reaching
+from relsim.plan.binding import diagnose, no_verifier_plan
+from relsim.plan.search import least_budget, least_reaching
 from relsim.scenario import Scenario
 
 __all__ = ["retries", "total"]
@@ -60,8 +60,8 @@ def retries(scenario: Scenario, target: float | None = None) -> Plan:
     >>> plan.feasible, round(plan.ceiling, 6), plan.binding
     (False, 0.758626, 'verifier.miss')
     """
-    goal = _goal(scenario, target, "retries")
-    return _budget_plan("retries", scenario, goal, _with_per_step)
+    goal = goal_of(scenario, target, "retries")
+    return _budget_plan("retries", scenario, goal, with_per_step)
 
 
 def total(scenario: Scenario, target: float | None = None) -> Plan:
@@ -83,8 +83,8 @@ def total(scenario: Scenario, target: float | None = None) -> Plan:
     >>> plan.value, round(plan.success, 6)
     (6, 0.969437)
     """
-    goal = _goal(scenario, target, "total")
-    return _budget_plan("total", scenario, goal, _with_total)
+    goal = goal_of(scenario, target, "total")
+    return _budget_plan("total", scenario, goal, with_total)
 
 
 def _budget_plan(
@@ -92,27 +92,27 @@ def _budget_plan(
 ) -> Plan:
     """Shared by :func:`retries` and :func:`total`."""
     if scenario.verifier is None:
-        return _no_verifier_plan(for_, scenario, goal, 0)
-    floor = _budget_floor(scenario)
+        return no_verifier_plan(for_, scenario, goal, 0)
+    floor = budget_floor(scenario)
     limit = _common.MAX_BUDGET if for_ == "retries" else _common.MAX_TOTAL
-    if for_ == "total" and _per_step_cap(scenario) is not None:
+    if for_ == "total" and per_step_cap(scenario) is not None:
         limit = min(limit, int(np.sum(trial_model(scenario).per_step)))
         floor = limit
 
     def success_at(budget: int) -> float:
-        return _success(apply(scenario, budget))
+        return exact_success(apply(scenario, budget))
 
-    answer, stop, at = _least_budget(success_at, goal, floor, limit)
+    answer, stop, at = least_budget(success_at, goal, floor, limit)
     if answer is not None:
-        return _plan(for_, answer, apply(scenario, answer), goal, feasible=True)
+        return make_plan(for_, answer, apply(scenario, answer), goal, feasible=True)
     ceiling = at(stop)
-    nearest = _least_reaching(at, ceiling - NEAR_CEILING, stop)
+    nearest = least_reaching(at, ceiling - NEAR_CEILING, stop)
     rising = stop >= limit and ceiling - at(stop // 2) > CONVERGED
-    if rising and not (for_ == "total" and _per_step_cap(scenario) is not None):
+    if rising and not (for_ == "total" and per_step_cap(scenario) is not None):
         reason = diagnosis.REASONS["search_limit"].format(
             for_=for_, limit=limit, goal=goal, ceiling=ceiling
         )
-        return _plan(
+        return make_plan(
             for_,
             stop,
             apply(scenario, stop),
@@ -124,13 +124,13 @@ def _budget_plan(
         )
 
     def ceiling_of(candidate: Scenario) -> float:
-        budget = stop if for_ == "total" else max(stop, _budget_floor(candidate))
+        budget = stop if for_ == "total" else max(stop, budget_floor(candidate))
         if candidate.verifier is None:
-            return _success(candidate)
-        return _success(apply(candidate, min(2 * budget, limit)))
+            return exact_success(candidate)
+        return exact_success(apply(candidate, min(2 * budget, limit)))
 
-    binding, reason = _diagnose(scenario, goal, ceiling, for_, ceiling_of, skip={f"retries.{for_}"})
-    return _plan(
+    binding, reason = diagnose(scenario, goal, ceiling, for_, ceiling_of, skip={f"retries.{for_}"})
+    return make_plan(
         for_,
         nearest,
         apply(scenario, nearest),

@@ -10,14 +10,14 @@ from relsim.plan._common import (
     BISECTION_WIDTH,
     SCAN_INTERVALS,
     Plan,
-    _goal,
-    _plan,
-    _reaches,
-    _success,
-    _with_rate,
+    goal_of,
+    make_plan,
+    meets_goal,
+    exact_success,
+    with_rate,
 )
-from relsim.plan.binding import _diagnose
-from relsim.plan.search import _boundary
+from relsim.plan.binding import diagnose
+from relsim.plan.search import boundary
 from relsim.scenario import Scenario
 
 __all__ = ["p", "verifier"]
@@ -51,7 +51,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(plan.value, 6), plan.feasible  # solves (0.9 S_3)**25 = 0.95, q = 0.1 (1-m)
     (0.017645, True)
     """
-    goal = _goal(scenario, target, "verifier")
+    goal = goal_of(scenario, target, "verifier")
     miss_plan = _rate_plan(scenario, goal, "miss")
     reject_plan = _rate_plan(scenario, goal, "false_reject")
     extra = {
@@ -84,7 +84,7 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(p(s, 0.9).value, 6)  # 0.9 ** (1/20): no verifier, success is p ** steps
     0.994746
     """
-    goal = _goal(scenario, target, "p")
+    goal = goal_of(scenario, target, "p")
     return _probability_search(
         "p",
         scenario,
@@ -108,18 +108,18 @@ def _probability_search(
     """The least (``increasing``) or largest value in [0, 1] whose success reaches ``goal``.
 
     Success is monotone in the value, so the endpoints bracket the answer and
-    :func:`_boundary` closes in; with ``scan``, a grid of ``SCAN_INTERVALS`` intervals comes
+    :func:`boundary` closes in; with ``scan``, a grid of ``SCAN_INTERVALS`` intervals comes
     first and the last (first) feasible interval is the bracket."""
     values: dict[float, float] = {}
 
     def at(value: float) -> float:
         if value not in values:
-            values[value] = _success(apply(value))
+            values[value] = exact_success(apply(value))
         return values[value]
 
     intervals = SCAN_INTERVALS if scan else 1
     grid = [i / intervals for i in range(intervals + 1)]
-    feasible = [x for x in grid if _reaches(at(x), goal)]
+    feasible = [x for x in grid if meets_goal(at(x), goal)]
     if feasible:
         if increasing:
             good = min(feasible)
@@ -128,19 +128,19 @@ def _probability_search(
             good = max(feasible)
             bad = good + 1.0 / intervals
         if 0.0 <= bad <= 1.0:
-            good = _boundary(at, goal, good, bad)
-        return _plan(for_, good, apply(good), goal, feasible=True)
+            good = boundary(at, goal, good, bad)
+        return make_plan(for_, good, apply(good), goal, feasible=True)
     candidates = list(grid)
     if scan:  # the best grid point's neighbourhood may hold a higher peak: look for it
         peak = _refine_peak(at, max(grid, key=at), 1.0 / intervals)
         candidates.append(peak)
-        if _reaches(at(peak), goal):  # feasible after all: close towards the cheap end,
+        if meets_goal(at(peak), goal):  # feasible after all: close towards the cheap end,
             # up to the next grid point that way (infeasible, as every grid point is)
             beyond = [x for x in grid if (x < peak if increasing else x > peak)]
             good = peak
             if beyond:
-                good = _boundary(at, goal, peak, max(beyond) if increasing else min(beyond))
-            return _plan(for_, good, apply(good), goal, feasible=True)
+                good = boundary(at, goal, peak, max(beyond) if increasing else min(beyond))
+            return make_plan(for_, good, apply(good), goal, feasible=True)
     ceiling = max(at(x) for x in candidates)
     # the nearest design: the cheapest value (least p, largest rate) at the ceiling
     near = [x for x in candidates if at(x) >= ceiling]
@@ -149,12 +149,12 @@ def _probability_search(
 
     def ceiling_of(candidate: Scenario) -> float:
         if key is None:
-            return _success(replace(candidate, p=perfect))
-        return _success(_with_rate(candidate, key, perfect))
+            return exact_success(replace(candidate, p=perfect))
+        return exact_success(with_rate(candidate, key, perfect))
 
     skip = {"p"} if key is None else {f"verifier.{key}"}
-    binding, reason = _diagnose(scenario, goal, ceiling, for_, ceiling_of, skip=skip)
-    return _plan(
+    binding, reason = diagnose(scenario, goal, ceiling, for_, ceiling_of, skip=skip)
+    return make_plan(
         for_,
         best,
         apply(best),
@@ -188,7 +188,7 @@ def _rate_plan(scenario: Scenario, goal: float, key: str) -> Plan:
         "verifier",
         scenario,
         goal,
-        lambda value: _with_rate(scenario, key, value),
+        lambda value: with_rate(scenario, key, value),
         increasing=False,
         key=key,
         scan=key == "miss" and scenario.checkpoints is not None,

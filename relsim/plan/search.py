@@ -1,18 +1,18 @@
 """The search methods the planners share, on plain functions of one number.
 
-* :func:`_least_budget`: the least integer budget whose success reaches a goal, for a
+* :func:`least_budget`: the least integer budget whose success reaches a goal, for a
   non-decreasing success (doubling, then bisection), with a convergence stop.
-* :func:`_least_reaching`: bisection for the least integer reaching a level.
-* :func:`_boundary`: the boundary of a monotone function on [0, 1] (regula falsi, Illinois).
+* :func:`least_reaching`: bisection for the least integer reaching a level.
+* :func:`boundary`: the boundary of a monotone function on [0, 1] (regula falsi, Illinois).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from relsim.plan._common import BISECTION_WIDTH, CONVERGED, _reaches
+from relsim.plan._common import BISECTION_WIDTH, CONVERGED, meets_goal
 
-def _least_budget(
+def least_budget(
     success_at: Callable[[int], float], goal: float, floor: int, limit: int
 ) -> tuple[int | None, int, Callable[[int], float]]:
     """Least ``b`` in ``0..limit`` with ``success_at(b) >= goal``, for a non-decreasing
@@ -26,24 +26,24 @@ def _least_budget(
             values[budget] = success_at(budget)
         return values[budget]
 
-    if _reaches(at(0), goal):
+    if meets_goal(at(0), goal):
         return 0, 0, at
     low, high = 0, 1
     floor = min(floor, limit)
-    while not _reaches(at(high), goal):
+    while not meets_goal(at(high), goal):
         if high >= limit or (high >= floor and at(high) - at(low) <= CONVERGED):
             return None, high, at
         low, high = high, min(2 * high, limit)
     while high - low > 1:
         middle = (low + high) // 2
-        if _reaches(at(middle), goal):
+        if meets_goal(at(middle), goal):
             high = middle
         else:
             low = middle
     return high, high, at
 
 
-def _least_reaching(at: Callable[[int], float], level: float, high: int) -> int:
+def least_reaching(at: Callable[[int], float], level: float, high: int) -> int:
     """Least ``b`` in ``0..high`` with ``at(b) >= level``, ``at`` non-decreasing."""
     low = -1
     while high - low > 1:
@@ -55,9 +55,9 @@ def _least_reaching(at: Callable[[int], float], level: float, high: int) -> int:
     return high
 
 
-def _boundary(at: Callable[[float], float], goal: float, good: float, bad: float) -> float:
+def boundary(at: Callable[[float], float], goal: float, good: float, bad: float) -> float:
     """Close a bracket (``at(good)`` reaches ``goal``, ``at(bad)`` does not, by
-    :func:`_reaches`) of a monotone function to ``BISECTION_WIDTH`` by regula falsi with the
+    :func:`meets_goal`) of a monotone function to ``BISECTION_WIDTH`` by regula falsi with the
     Illinois modification (superlinear, a handful of evaluations), falling back to
     bisection; returns the feasible end."""
     reached = goal
@@ -75,7 +75,7 @@ def _boundary(at: Callable[[float], float], goal: float, good: float, bad: float
             x = 0.5 * (good + bad)
         value = at(x)
         fx = value - reached
-        if _reaches(value, goal):
+        if meets_goal(value, goal):
             fx = max(fx, 0.0)  # feasible by the rule though it may round below the goal
             good, f_good, w_good = x, fx, fx
             if last == 1:

@@ -9,14 +9,14 @@ from relsim.errors import RelsimError
 from relsim.plan._common import (
     EXHAUSTIVE_CHECKPOINTS,
     Plan,
-    _evaluate,
-    _goal,
-    _outcome_success,
-    _plan,
-    _reaches,
-    _with_every,
+    evaluate_design,
+    goal_of,
+    outcome_success,
+    make_plan,
+    meets_goal,
+    with_every,
 )
-from relsim.plan.binding import _diagnose
+from relsim.plan.binding import diagnose
 from relsim.results import Outcome
 from relsim.scenario import Scenario
 
@@ -49,7 +49,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
     >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
     10
     """
-    goal = _goal(scenario, target, "checkpoints")
+    goal = goal_of(scenario, target, "checkpoints")
     if scenario.checkpoints is None:
         raise RelsimError(
             "checkpoints: must be a [checkpoints] table in the scenario (with detect, "
@@ -60,7 +60,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
 
     def outcome(k: int) -> Outcome:
         if k not in results:
-            results[k] = _evaluate(_with_every(scenario, k))
+            results[k] = evaluate_design(with_every(scenario, k))
         return results[k]
 
     if n <= EXHAUSTIVE_CHECKPOINTS:
@@ -72,7 +72,7 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
         outcome(k)
 
     def best_of() -> int | None:
-        feasible_ks = [k for k, o in results.items() if _reaches(_outcome_success(o), goal)]
+        feasible_ks = [k for k, o in results.items() if meets_goal(outcome_success(o), goal)]
         if not feasible_ks:
             return None
         return min(feasible_ks, key=lambda k: (results[k].expected_cost, -k))
@@ -89,20 +89,20 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
                 break
             best = new_best
     if best is not None:
-        return _plan("checkpoints", best, _with_every(scenario, best), goal, feasible=True)
+        return make_plan("checkpoints", best, with_every(scenario, best), goal, feasible=True)
     top = max(results, key=lambda k: (results[k].success, k))
     ceiling = results[top].success
 
     def ceiling_of(candidate: Scenario) -> float:
-        return _evaluate(_with_every(candidate, top)).success
+        return evaluate_design(with_every(candidate, top)).success
 
-    binding, reason = _diagnose(
+    binding, reason = diagnose(
         scenario, goal, ceiling, "checkpoints", ceiling_of, skip={"checkpoints.every"}
     )
-    return _plan(
+    return make_plan(
         "checkpoints",
         top,
-        _with_every(scenario, top),
+        with_every(scenario, top),
         goal,
         feasible=False,
         ceiling=ceiling,
