@@ -35,7 +35,7 @@ def _load(name: str):
 outputs = _load("outputs")
 SHOWN = outputs.everything()
 #: commands that take over about half a second (engines, imports of scipy and pandas)
-SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze"}
+SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze", "power"}
 
 
 def _param(item):
@@ -121,6 +121,7 @@ def test_the_site_builds_strictly(tmp_path):
     assert "relsim.exact.evaluate" in api and "tol" in api  # built from the docstrings
 
 
+@pytest.mark.slow
 def test_a_missing_docstring_is_a_warning():
     import griffe
 
