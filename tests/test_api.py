@@ -1,4 +1,4 @@
-"""The public API: __all__, the README's API section and the lazy import stay together."""
+"""The public API: __all__, the API page of the docs and the lazy import stay together."""
 
 import ast
 import inspect
@@ -11,18 +11,25 @@ import pytest
 
 import relsim
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: the docs page that lists the public API (its table holds every name of __all__)
+API_PAGE = ROOT / "docs" / "api" / "index.md"
 
 
-def _readme_api_names() -> set[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"`relsim\.(\w+)", section))
+def _api_table() -> str:
+    """The table of the API page: the lines that start with ``|``."""
+    lines = API_PAGE.read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if line.startswith("|"))
 
 
-def test_all_matches_readme_api_section():
+def _api_page_names() -> set[str]:
+    return set(re.findall(r"`relsim\.(\w+)", _api_table()))
+
+
+def test_all_matches_the_api_page():
     public = set(relsim.__all__) - {"__version__"}
-    assert _readme_api_names() == public
+    assert _api_page_names() == public
 
 
 def _parameters(signature: str) -> list[tuple[str, str, object]]:
@@ -35,9 +42,8 @@ def _parameters(signature: str) -> list[tuple[str, str, object]]:
 
 
 @pytest.mark.parametrize("name", ["evaluate", "simulate", "simulate_timeline", "sweep"])
-def test_readme_shows_the_engines_signatures(name):
-    section = README.read_text(encoding="utf-8").split("## Python API", 1)[1]
-    shown = re.search(rf"`({name}\([^`]*\)) ->", section).group(1)
+def test_the_api_page_shows_the_engines_signatures(name):
+    shown = re.search(rf"`({name}\([^`]*\)) ->", _api_table()).group(1)
     actual = [
         (p.name, p.kind.name, None if p.default is p.empty else p.default)
         for p in inspect.signature(getattr(relsim, name)).parameters.values()
@@ -86,7 +92,7 @@ def test_python_dash_m_relsim_runs():
     assert out.stdout.strip() == f"relsim {relsim.__version__}"
 
 
-MODEL_DOC = README.parent / "docs" / "model.md"
+MODEL_DOC = ROOT / "docs" / "model.md"
 SECTIONS = ["Words", "Closed forms", "One trial", "Scenario files", "Reference values",
             "Command line", "Time"]
 
@@ -97,8 +103,8 @@ def test_model_doc_has_the_seven_numbered_sections():
 
 
 def test_citations_of_the_model_doc_name_sections_that_exist():
-    root = README.parent
-    files = [README, *root.glob("relsim/**/*.py"), *root.glob("tests/*.py")]
+    files = [README, *ROOT.glob("docs/**/*.md"), *ROOT.glob("relsim/**/*.py"),
+             *ROOT.glob("tests/*.py")]
     cited = set()
     for path in files:
         cited |= set(re.findall(r"docs/model\.md section (\d+)", path.read_text(encoding="utf-8")))

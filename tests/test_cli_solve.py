@@ -250,13 +250,13 @@ def test_flag_form_prints_the_one_chain_planner(capsys):
     assert not hasattr(solve_command, "_reason") and not hasattr(solve_command, "_remedies")
 
 
-def test_the_readme_lists_the_keys_solve_json_prints(capsys):
-    # issue 15 item 7: the README listed row keys that rows do not have
+def test_the_docs_list_the_keys_solve_json_prints(capsys):
+    # the command's page once listed row keys that rows do not have
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### `relsim solve` (flag form)", 1)[1].split("\n### ", 1)[0]
+    page = Path(__file__).resolve().parents[1] / "docs" / "commands" / "solve.md"
+    section = page.read_text(encoding="utf-8").split("\n## ", 1)[0]
     one = section.split("With `--p`, the JSON keys are", 1)[1].split(". Without", 1)[0]
     grid = section.split("Without `--p`:", 1)[1].split("each with the keys", 1)
     code, with_p, _ = run_json(["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"],

@@ -1,4 +1,4 @@
-"""Write the example trial files of the README's harness section (seeded, so they repeat).
+"""Write the example trial files of docs/trial-data.md (seeded, so they repeat).
 
     python examples/harness/make_trials.py            # writes the CSVs next to this script
     python examples/harness/make_trials.py --inspect  # and an Inspect log (needs inspect-ai)

@@ -151,7 +151,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ planning
 def solve_one(steps: int, target: float, p: float, miss: float, false_reject: float) -> dict:
     """The flag form's plan for one ``p``, JSON-ready: :func:`relsim.plan.chain.plan_chain`'s
-    :meth:`~relsim.plan.chain.ChainPlan.to_dict` (see the README for the keys)."""
+    :meth:`~relsim.plan.chain.ChainPlan.to_dict` (docs/commands/solve.md lists the keys)."""
     from relsim.plan.chain import plan_chain
 
     return plan_chain(steps, target, p, miss, false_reject).to_dict()

@@ -154,6 +154,7 @@ class TrialModel:
 
     @classmethod
     def from_scenario(cls, s: Scenario) -> "TrialModel":
+        """Compile ``s`` (uncached; :func:`trial_model` caches it)."""
         n = s.steps
         p = _per_step(s.p, n, np.float64)
         fixed = (p == 0.0) | (p == 1.0)
@@ -297,6 +298,7 @@ class TimeModel:
 
     @classmethod
     def from_scenario(cls, s: Scenario) -> "TimeModel":
+        """Compile ``s``'s time tables (uncached; :func:`time_model` caches it)."""
         n = s.steps
         timing, fleet, res, infra = s.timing, s.fleet, s.resources, s.infra
         attempt = ZERO if timing is None else timing.attempt

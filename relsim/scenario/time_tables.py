@@ -89,14 +89,17 @@ class Duration:
 
     @classmethod
     def constant(cls, seconds: float) -> "Duration":
+        """Always ``seconds``."""
         return cls("constant", value=seconds)
 
     @classmethod
     def lognormal(cls, median: float, p95: float) -> "Duration":
+        """Lognormal with this ``median`` and 95th percentile ``p95``."""
         return cls("lognormal", median=median, p95=p95)
 
     @classmethod
     def exponential(cls, mean: float) -> "Duration":
+        """Exponential with this ``mean``."""
         return cls("exponential", value=mean)
 
     @classmethod

@@ -87,6 +87,7 @@ class Journal:
             _sync(self._file)
 
     def close(self) -> None:
+        """Close the journal's file (what was appended is already on disk)."""
         self._file.close()
 
     def __enter__(self) -> "Journal":

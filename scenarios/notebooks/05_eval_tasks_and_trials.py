@@ -24,8 +24,8 @@
 # The agent is `scenarios/eval_agent.toml` (10 steps at 95% each). Real trial data is replaced
 # by data generated here with a seeded generator: each task gets its own per-step success from
 # a Beta distribution with mean 0.95, so the true pass@k and pass^k are known in closed form
-# and the estimates can be checked against them. The statistics: README "relsim analyze,
-# compare, power".
+# and the estimates can be checked against them. The statistics: docs/commands/trials.md
+# ("relsim analyze, compare, power").
 
 # %%
 import math
