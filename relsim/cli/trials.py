@@ -216,7 +216,7 @@ def add_parser(subparsers) -> None:
 
 def _warn(messages) -> None:
     for message in messages:
-        print(f"relsim: warning: {_args.as_flags(message)}", file=sys.stderr)
+        _args.warn(message)  # printed once the command has succeeded
 
 
 def _quietly(function, *args, **kwargs):
@@ -258,6 +258,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
+    if args.report:  # before the analysis, not after it
+        from relsim import checks
+
+        checks.output_file(args.report, "--report")
     result = _quietly(
         evalstats.analyze,
         args.trials,
@@ -388,6 +392,10 @@ def run_analyze(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
+    if args.report:  # before the comparison, not after it
+        from relsim import checks
+
+        checks.output_file(args.report, "--report")
     result = _quietly(
         evalstats.compare,
         args.baseline,
