@@ -465,9 +465,9 @@ def _check_backoff(backoff: Backoff, retries: Retries | None) -> None:
     if longest > MAX_SECONDS:
         cap = "" if backoff.max is None else f" (max = {backoff.max:g})"
         raise ScenarioError(
-            f"timing.backoff: must keep the wait before retry {most} within {MAX_SECONDS:g} s, "
-            f"got base * factor**{most - 1}{cap} = {longest:.3g} s; set timing.backoff.max "
-            f"to at most {MAX_SECONDS:g}"
+            f"timing.backoff: must be a wait of at most {MAX_SECONDS:g} s before retry {most} "
+            f"(retries.per_step), got base * factor**{most - 1}{cap} = {longest:.3g} s; set "
+            f"timing.backoff.max (at most {MAX_SECONDS:g})"
         )
 
 

@@ -29,6 +29,7 @@ import dataclasses
 import difflib
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ import typing
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from relsim.errors import RelsimError, invalid, show
 from relsim import checks
@@ -269,8 +270,9 @@ class Grid:
         """The validated scenario of point ``index`` (built anew at each call)."""
         build = self._fast_build
         if build is not None:
+            checks.integer(index, "index", 0, len(self) - 1)
             try:
-                return build(index)
+                return build(self._digits(index))
             except RelsimError:
                 pass  # the file form's own message, below
         return self._build(index)
@@ -298,26 +300,30 @@ class Grid:
         """Validate every point before anything runs, without keeping a million scenarios.
 
         When every axis sets a top-level value or a field of a table, a point's scenario is
-        point 0's with those fields replaced (``dataclasses.replace``: each table and the
-        scenario validate themselves as they are built, the same checks as from the file
-        form, at a tenth of the cost); otherwise each point is built from its file form. A
-        point refused either way is built from its file form for the message.
+        point 0's with those fields replaced (each table and the scenario validate
+        themselves as they are built: the same checks as from the file form, at a fraction of
+        the cost); otherwise each point is built from its file form. A point refused either
+        way is built from its file form for the message.
         """
         build = self._fast_build
-        for index in range(len(self)):
-            if build is None:
+        if build is None:
+            for index in range(len(self)):
                 self._build(index)
-                continue
+            return
+        ranges = [range(len(values)) for _, values in self.axes]
+        every = zip(*ranges) if self.mode == "zip" else itertools.product(*ranges)
+        for index, digits in enumerate(every):
             try:
-                build(index)
+                build(digits)
             except RelsimError:
                 self._build(index)  # raises with the file form's message
 
     @cached_property
     def _fast_build(self) -> Any:
-        """``build(index) -> Scenario`` by replacing point 0's fields, or None when an axis
-        sets something other than a top-level value or a field of a table (a whole table, a
-        nested table's key, a duration's median)."""
+        """``build(digits) -> Scenario`` (a point given by its position on each axis) by
+        replacing point 0's fields, or None when an axis sets something other than a
+        top-level value or a field of a table (a whole table, a nested table's key, a
+        duration's median)."""
         tables = _table_names()
         nested = _nested_keys()
         setters: list[tuple[int, int | None, str, str | None]] = []
@@ -335,18 +341,18 @@ class Grid:
         first = self._build(0)
         if any(field is not None and getattr(first, top) is None for _, _, top, field in setters):
             return None  # pragma: no cover - point 0 sets the field, so it has the table
+        fixed = {f.name: getattr(first, f.name) for f in dataclasses.fields(Scenario)}
         touched = {top for _, _, top, field in setters if field is not None}
         axes_of = {top: sorted({p for p, _, t, f in setters if t == top}) for top in touched}
         sizes = {top: math.prod(len(self.axes[p][1]) for p in axes_of[top]) for top in touched}
         memo: dict[tuple[str, tuple[int, ...]], Any] = {}
+        columns = [values for _, values in self.axes]
 
-        def build(index: int) -> Scenario:
-            checks.integer(index, "index", 0, len(self) - 1)
-            digits = self._digits(index)
-            changes: dict[str, Any] = {}
+        def build(digits: Sequence[int]) -> Scenario:
+            changes: dict[str, Any] = dict(fixed)
             fields: dict[str, dict[str, Any]] = {}
             for position, link, top, field in setters:
-                value = self.axes[position][1][digits[position]]
+                value = columns[position][digits[position]]
                 if link is not None:
                     value = value[link]
                 if field is None:
@@ -357,11 +363,11 @@ class Grid:
                 key = (top, tuple(digits[p] for p in axes_of[top]))
                 table = memo.get(key)
                 if table is None:
-                    table = dataclasses.replace(getattr(first, top), **values)
+                    table = dataclasses.replace(fixed[top], **values)
                     if sizes[top] <= _MEMO_TABLES:  # each table variant built once
                         memo[key] = table
                 changes[top] = table
-            return dataclasses.replace(first, **changes)
+            return Scenario(**changes)
 
         return build
 
