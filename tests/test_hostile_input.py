@@ -119,11 +119,13 @@ def no_point_run(monkeypatch):
         ("[timing]\nattempt = 1\nbackoff = { base = inf }\n", "timing.backoff.base"),
         ("[fleet]\narrivals = 'poisson'\nrate_per_hour = 1e-305\n", "fleet.rate_per_hour"),
         ("[fleet]\narrivals = 'poisson'\nrate_per_hour = 5e-324\n", "fleet.rate_per_hour"),
+        ("[resources]\ntpm = 5e-324\ntokens = 5e-324\n", "resources.tpm"),
         # uncapped, the wait before retry 2000 is 2**1999 s: past the float range
         ("[timing]\nattempt = 1\nbackoff = { base = 1, factor = 2 }\n", "timing.backoff"),
     ],
     ids=["huge deadline", "huge rate", "huge median", "median 1e300", "attempt 1e308",
-         "mean 1e308", "backoff base inf", "rate 1e-305", "subnormal rate", "uncapped backoff"],
+         "mean 1e308", "backoff base inf", "rate 1e-305", "subnormal rate", "subnormal tpm",
+         "uncapped backoff"],
 )
 def test_time_values_past_the_float_range_are_one_line_exit_2(tmp_path, capsys, no_timeline_run,
                                                                tables, key):

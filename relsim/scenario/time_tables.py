@@ -39,6 +39,9 @@ MAX_SLOTS = 1_000_000
 MAX_SECONDS = 1e12
 #: The slowest Poisson arrival rate, per hour: a mean gap of ``MAX_SECONDS`` between arrivals.
 MIN_RATE_PER_HOUR = 3600.0 / MAX_SECONDS
+#: The lowest tpm: a billionth of a token a minute, far below any provider's limit and far
+#: above the floats whose refill rate (tpm / 60) would round to 0.
+MIN_TPM = 1e-9
 
 _KINDS = ("constant", "lognormal", "exponential")
 _E = ScenarioError
@@ -292,8 +295,9 @@ class Resources:
         if self.rpm is not None:  # under 1 the bucket never holds one call
             _set(self, "rpm", checks.in_range(self.rpm, f"{key}.rpm", 1.0,
                                               allowed="a finite number >= 1", error=_E))
-        if self.tpm is not None:
-            _set(self, "tpm", checks.positive(self.tpm, f"{key}.tpm", _E))
+        if self.tpm is not None:  # a subnormal tpm refills at tpm / 60 = 0 tokens a second
+            _set(self, "tpm", checks.in_range(self.tpm, f"{key}.tpm", MIN_TPM,
+                                              allowed=f"a finite number >= {MIN_TPM:g}", error=_E))
         if self.tokens is not None:
             _set(self, "tokens", checks.per_step(
                 self.tokens, f"{key}.tokens", lambda v, k: checks.nonnegative(v, k, _E), error=_E))

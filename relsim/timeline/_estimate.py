@@ -33,10 +33,11 @@ from relsim.scenario import Scenario, as_scenario, time_model, trial_model
 __all__ = ["work_estimate"]
 
 # Seconds per trial (process, streams, tally), per attempt (draws and decisions) and per simpy
-# event (a timeout, a request or a release), on the calibration machine.
-_SECONDS_PER_TRIAL = 100e-6
-_SECONDS_PER_ATTEMPT = 1.5e-6
-_SECONDS_PER_EVENT = 10e-6
+# event (a timeout, a request or a release), on the calibration machine (two cores at load 3
+# to 7: benchmarks/README.md; high by about 2x at the lighter load, low by up to 1.6x at 7).
+_SECONDS_PER_TRIAL = 150e-6
+_SECONDS_PER_ATTEMPT = 2.25e-6
+_SECONDS_PER_EVENT = 15e-6
 # Bytes: the per-trial tally (outcome, attempts, cost, duration), a trial alive in simpy (its
 # process, generator and pending events), a row of the event log (the tuple, its DataFrame
 # row, its JSON line), and what a run holds whatever its size (simpy, pandas).
