@@ -3,8 +3,11 @@
 Each command lives in its own module of this package with ``add_parser(subparsers)``; the
 module's ``run(args) -> int`` does the work, importing heavy modules only when it runs.
 Exit status: 0 done; 1 an internal error (a bug: one line, the traceback with ``--debug`` or
-``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr); 3 an infeasible plan; 130
-interrupted. Only :class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6).
+``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr), or an output the machine
+cannot take (a full disk); 3 an infeasible plan; 130 interrupted. Only
+:class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6). Warnings are held
+until a command succeeds and then printed one line each (``relsim: warning: ...``), so that at
+exit 2 the error is the only line.
 
 The library's messages name Python arguments (``threshold=T``, ``plan.total``); the CLI shows
 them with its flags (``--threshold T``, ``--for total``) through :func:`relsim.cli._args.as_flags`.

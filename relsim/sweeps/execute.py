@@ -71,17 +71,27 @@ def sweep(
         the same grid computes only the points the journal lacks (a journal of another grid or
         base scenario is refused). None: keep nothing on disk.
     workers : int or None
-        Run on a dask ``LocalCluster`` of this many worker processes (one thread each).
+        Run on a dask ``LocalCluster`` of this many worker processes (one thread each), at
+        most ``WORKERS_PER_CORE`` (4) per core of this machine.
     scheduler : str, distributed.Client or None
-        Run on an existing dask cluster: its scheduler's address (``tcp://host:8786``) or a
-        connected ``Client``. The workers need relsim installed. Without ``workers`` and
-        ``scheduler`` the points run one after another in this process.
+        Run on an existing dask cluster: its scheduler's address (``tcp://HOST:PORT`` or
+        ``tls://HOST:PORT``) or a connected ``Client``. The connection and dask's handshake
+        must be done within ``CONNECT_TIMEOUT`` (10 s). The workers need relsim installed.
+        Without ``workers`` and ``scheduler`` the points run one after another in this
+        process.
     batch : int or None
         Points per task; None: one for the stochastic methods, up to ``MAX_BATCH`` for exact.
     progress : callable or None
         Called with the number of points each finished batch added (first with the number
         the journal already held, when it held any). An exception raised from it stops the
         sweep; the points finished so far stay in the journal.
+
+    Raises
+    ------
+    relsim.errors.RelsimError
+        Before the first point runs: for a bad grid, argument or address, an ``out`` that
+        cannot be written (a folder, a path under a file, a FIFO), or a journal that is not
+        this sweep's or is damaged (naming its line).
 
     Returns
     -------

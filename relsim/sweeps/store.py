@@ -6,9 +6,13 @@ per finished point, appended and flushed to disk as each batch of points finishe
 again reads it, computes only the points it lacks, and refuses a journal written for another
 grid or base. A line cut short by a crash (the last one, with no newline) is dropped. Floats
 are written with Python's ``repr`` (``Infinity`` and ``NaN`` included), so a resumed sweep's
-numbers are bit-for-bit those of an uninterrupted one.
+numbers are bit-for-bit those of an uninterrupted one. Every record read back is checked
+(``Journal.open``'s ``check``) before its numbers reach a row: a damaged journal (not UTF-8,
+nested past the parser's reach, a record without its columns or with a share of 7.5) is
+refused naming its line.
 
-The output (``.parquet`` or ``.csv``) is written once all points are in, through a temporary
+The output (``.parquet`` or ``.csv``) and the journal are checked before the first point runs
+(:func:`check_output`), and the output is written once all points are in, through a temporary
 file renamed into place, so it is never half-written.
 """
 
