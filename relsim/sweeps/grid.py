@@ -511,7 +511,7 @@ def _plain(value: Any) -> Any:
         return value.tolist()
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
+    if type(value) is list or type(value) is tuple:
         return type(value)(_plain(item) for item in value)
     return value
 
