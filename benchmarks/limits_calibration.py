@@ -1,7 +1,8 @@
 """Issue 15: the engines' work estimates against measured times (relsim.limits).
 
-Prints, for scenarios that stress each term of ``relsim.exact.work_estimate`` and of the
-Monte Carlo estimate, the estimated and the measured seconds and their ratio. The rates in
+Prints, for scenarios that stress each term of ``relsim.exact.work_estimate``, of the
+Monte Carlo estimate and of the timeline's (issue 24), the estimated and the measured seconds
+and their ratio. The rates in
 the estimates were set from this table; a ratio within a few times 1 is what they promise.
 
     python3 benchmarks/limits_calibration.py
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import time
 
-from relsim import Scenario, evaluate, simulate
+from relsim import Scenario, evaluate, simulate, simulate_timeline
 from relsim.exact import work_estimate
 from relsim.montecarlo import work_estimate as mc_work_estimate
+from relsim.timeline import work_estimate as timeline_work_estimate
 
 HETERO = [0.9 + 0.09 * i / 5000 for i in range(5000)]
 EVERY = {
@@ -51,6 +53,21 @@ MC_CASES = {
 }
 
 
+TIMELINE_CASES = {
+    "25 steps, no time tables": ({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0},
+                                  "retries": {"per_step": 2}}, 3000),
+    "25 steps, attempt and verify times": ({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
+                                            "retries": {"per_step": 2},
+                                            "timing": {"attempt": 8, "verify": 2}}, 2000),
+    "fleet_rate_limits.toml": ("scenarios/fleet_rate_limits.toml", 400),
+    "support_reviewers.toml": ("scenarios/support_reviewers.toml", 1000),
+    "5 steps, LLM slots, no agent pool (all alive)": (
+        {"steps": 5, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 2},
+         "timing": {"attempt": 8}, "resources": {"llm_concurrency": 4}}, 3000),
+    "1000 steps, no time tables": ({"steps": 1000, "p": 0.99}, 100),
+}
+
+
 def _time(function) -> float:
     start = time.perf_counter()
     function()
@@ -71,6 +88,14 @@ def main() -> None:
         simulate(s, 1000, seed=0, threads=1)  # load the kernel first
         estimate = mc_work_estimate(s, trials, threads=1).seconds
         measured = _time(lambda: simulate(s, trials, seed=0, threads=1))
+        print(f"{name:55} {estimate:10.3f} {measured:10.3f} {estimate / measured:6.2f}")
+    print()
+    print(f"{'timeline':55} {'estimate s':>10} {'measured s':>10} {'ratio':>6}")
+    simulate_timeline(EXACT_CASES["chain, 20000 steps"] | {"steps": 2}, 10, seed=0)  # load simpy
+    for name, (data, trials) in TIMELINE_CASES.items():
+        s = Scenario.from_toml(data) if isinstance(data, str) else Scenario.from_dict(data)
+        estimate = timeline_work_estimate(s, trials).seconds
+        measured = _time(lambda: simulate_timeline(s, trials, seed=0))
         print(f"{name:55} {estimate:10.3f} {measured:10.3f} {estimate / measured:6.2f}")
 
 

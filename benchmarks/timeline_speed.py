@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -141,7 +142,10 @@ def peak_rss_mb(trials: int, scenario: dict) -> tuple[float, float]:
         "peak = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
         "print(int(peak) / 1024, time.perf_counter() - t)\n"
     ) % (str(ROOT), json.dumps(scenario), trials)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # 10^6 trials on purpose: past the engine's one-minute refusal (relsim.limits), raised here
+    env = {**os.environ, "RELSIM_TIME_LIMIT": "86400"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env)
     rss, seconds = out.stdout.split()
     return float(rss), float(seconds)
 

@@ -18,7 +18,11 @@ from relsim import checks
 
 
 def check_int(value: Any, name: str, low: int) -> int:
-    """``value`` as an int, or a ``RelsimError`` unless it is an integer ``>= low``."""
+    """``value`` as an int, or a ``RelsimError`` unless it is an integer in
+    ``low..checks.MAX_COUNT`` (a count past 2**62 is a typo, and would overflow the floats of
+    the work estimates)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) > checks.MAX_COUNT:
+        return checks.integer(value, name, low, checks.MAX_COUNT)  # refused, naming the range
     return checks.integer(value, name, low)
 
 

@@ -13,6 +13,8 @@ Two shapes of the same checks:
 - array checks (:func:`floats_in`, :func:`probabilities`, :func:`integers`, ...) for the
   vectorised closed forms of ``relsim.formulas``; they return numpy arrays.
 
+:func:`output_file` checks a path to write before any work is done.
+
 Both take ``error``, the ``RelsimError`` subclass to raise (scenario keys raise
 ``ScenarioError``). :func:`check_keys` refuses unknown keys with a "did you mean".
 
@@ -25,6 +27,9 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import os
+import stat
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -44,6 +49,7 @@ __all__ = [
     "nonnegative",
     "nonnegatives",
     "number",
+    "output_file",
     "per_step",
     "positive",
     "positives",
@@ -221,6 +227,52 @@ def check_keys(
         else:
             hint = f"; allowed keys here: {', '.join(allowed)}"
         raise error(f"{name}: unknown key{hint}")
+
+
+def output_file(value: Any, key: str, *, make_folders: bool = False, error: Error = RelsimError) -> Path:
+    """``value`` as the path of a file that can be written, checked before any work is done:
+    text or a path, not empty, not a folder, not a FIFO or a device (writing to a FIFO blocks
+    until someone reads it, ``/dev/full`` fails after the work), in a folder that exists and
+    can be written (``make_folders``: a missing folder will be made, but none on its way may
+    be a file). Nothing is created or changed.
+    """
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise invalid(key, "the name of a file to write", value, error)
+    path = Path(value)
+
+    def refuse(reason: str) -> RelsimError:
+        return error(f"{key}: must be a file that can be written, got {str(path)!r} ({reason})")
+
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError:
+        raise refuse("a folder on its path is a file") from None
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from None
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            raise refuse("a folder")
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket, not a regular file"
+            raise refuse(kind)
+        if not os.access(path, os.W_OK):
+            raise refuse("permission denied")
+        return path
+    folder = path.parent
+    try:
+        while not folder.exists():  # the nearest folder that exists must be one, and writable
+            if not make_folders:
+                raise refuse(f"the folder {str(folder)!r} does not exist")
+            folder = folder.parent
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from None
+    if not folder.is_dir():
+        raise refuse(f"{str(folder)!r} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise refuse(f"cannot write in {str(folder)!r}: permission denied")
+    return path
 
 
 # -------------------------------------------------------------------------------- arrays

@@ -504,9 +504,14 @@ def jsonable(value: Any) -> Any:
     >>> jsonable({"a": float("inf"), 1: (0.5, float("nan"))})
     {'a': None, '1': [0.5, None]}
     """
-    if isinstance(value, Mapping):
+    kind = type(value)  # the common types first: a report of a million rows stays quick
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict or isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()  # numpy scalar -> Python scalar, array -> (nested) list

@@ -345,7 +345,7 @@ def test_relsim_sweep_is_the_function_and_relsim_sweeps_the_package():
 def test_bad_arguments_of_sweep(tmp_path):
     with pytest.raises(RelsimError, match="out: must be a file name ending in .parquet or .csv"):
         sweep(PRODUCT, tmp_path / "r.xlsx")
-    with pytest.raises(RelsimError, match="workers: must be an integer in 1..1024, got 0"):
+    with pytest.raises(RelsimError, match=r"workers: must be an integer in 1\.\.\d+ .*, got 0"):
         sweep(PRODUCT, workers=0)
     with pytest.raises(RelsimError, match="not both"):
         sweep(PRODUCT, workers=2, scheduler="tcp://127.0.0.1:1")

@@ -3,8 +3,11 @@
 Each command lives in its own module of this package with ``add_parser(subparsers)``; the
 module's ``run(args) -> int`` does the work, importing heavy modules only when it runs.
 Exit status: 0 done; 1 an internal error (a bug: one line, the traceback with ``--debug`` or
-``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr); 3 an infeasible plan; 130
-interrupted. Only :class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6).
+``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr), or an output the machine
+cannot take (a full disk); 3 an infeasible plan; 130 interrupted. Only
+:class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6). Warnings are held
+until a command succeeds and then printed one line each (``relsim: warning: ...``), so that at
+exit 2 the error is the only line.
 
 The library's messages name Python arguments (``threshold=T``, ``plan.total``); the CLI shows
 them with its flags (``--threshold T``, ``--for total``) through :func:`relsim.cli._args.as_flags`.
@@ -12,12 +15,15 @@ them with its flags (``--threshold T``, ``--for total``) through :func:`relsim.c
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
+import re
 import sys
+import warnings
 from typing import Sequence
 
-from relsim.cli._args import EXIT_INTERNAL, EXIT_USAGE, Parser, as_flags
+from relsim.cli._args import EXIT_INTERNAL, EXIT_USAGE, PENDING_WARNINGS, Parser, as_flags
 from relsim.errors import RelsimError
 
 # command -> module that defines it (order is the order of --help)
@@ -67,7 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.debug = debug
     try:
-        return int(args.run(args))
+        # Warnings wait until the command has succeeded: an error is then the only line.
+        PENDING_WARNINGS.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            status = int(args.run(args))
+            sys.stdout.flush()  # a full disk shows here, not in Python's flush at exit
+        _show_warnings(caught)
+        return status
     except BrokenPipeError:  # `relsim ... | head`: the reader left; stop quietly
         # Point stdout at devnull so Python's flush at exit does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -75,27 +87,78 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RelsimError as error:  # bad input: one line, no traceback, in the CLI's words
         print(f"relsim: error: {as_flags(str(error))}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as error:
+        if error.errno not in _ENVIRONMENT_ERRORS:
+            return _internal_error(error, args.debug)
+        # A full disk (or a quota, a read-only file system) is the environment's, not a bug.
+        _drop_unwritten_output()
+        print(f"relsim: error: cannot write the output: {error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("relsim: interrupted", file=sys.stderr)
         return 130
     except Exception as error:  # anything else is a bug in relsim: say so, and how to see it
-        if args.debug or _debug_from_environment():
-            import traceback
+        return _internal_error(error, args.debug)
 
-            traceback.print_exc(file=sys.stderr)
-        print(
-            f"relsim: internal error: {type(error).__name__}: {_one_line(error)} (please report; "
-            "run with --debug or RELSIM_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+
+#: Errors writing the output that come from the machine, not from relsim: no space left, a
+#: quota, a file too large for the file system, a read-only file system.
+_ENVIRONMENT_ERRORS = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG, errno.EROFS)
+    if code is not None
+)
+
+#: numpy's floating-point warnings ("overflow encountered in multiply"), said in our words.
+_NUMPY_WARNING = re.compile(r"^(overflow|invalid value|divide by zero|underflow) encountered in ")
+
+
+def _internal_error(error: BaseException, debug: bool) -> int:
+    if debug or _debug_from_environment():
+        import traceback
+
+        traceback.print_exception(error, file=sys.stderr)
+    print(
+        f"relsim: internal error: {type(error).__name__}: {_one_line(error)} (please report; "
+        "run with --debug or RELSIM_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
+
+
+def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Each distinct warning once, on one line: ``relsim: warning: ...`` (no source lines):
+    the command's own (``relsim.cli._args.warn``), then those raised while it ran, numpy's
+    floating-point ones in our words."""
+    shown = set()
+    texts = [*PENDING_WARNINGS, *(_one_line(warning.message, width=300) for warning in caught)]
+    PENDING_WARNINGS.clear()
+    for text in texts:
+        if _NUMPY_WARNING.match(text):
+            text = (f"a computation went past the float range ({text}); figures shown as inf, "
+                    "nan or n/a come from it")
+        else:
+            text = as_flags(text)
+        if text not in shown:
+            shown.add(text)
+            print(f"relsim: warning: {text}", file=sys.stderr)
+
+
+def _drop_unwritten_output() -> None:
+    """After stdout failed, point it at devnull so Python's flush at exit does not fail again."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # pragma: no cover - stdout is not a real file
+            pass
 
 
 def _debug_from_environment() -> bool:
     return os.environ.get("RELSIM_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _one_line(error: BaseException, width: int = 200) -> str:
+def _one_line(error: BaseException | Warning | str, width: int = 200) -> str:
     """The exception's message on one line, cut to ``width`` characters."""
     text = " ".join(str(error).split())
     return text if len(text) <= width else text[: width - 3] + "..."

@@ -117,6 +117,16 @@ def _power_text(high: int) -> str:
     return "2**62" if high == MAX_COUNT else str(high)
 
 
+#: Warnings a command gave (``warn``), printed by ``relsim.cli.main`` once it has succeeded.
+PENDING_WARNINGS: list[str] = []
+
+
+def warn(message: str) -> None:
+    """A ``relsim: warning: ...`` line for stderr, printed when the command has succeeded: a
+    command that then fails prints its error line alone."""
+    PENDING_WARNINGS.append(message)
+
+
 def print_json(obj: Any) -> None:
     print(json.dumps(jsonable(obj), indent=2, allow_nan=False))
 

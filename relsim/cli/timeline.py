@@ -59,6 +59,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from relsim import checks
     from relsim.scenario import Scenario
     from relsim.timeline import simulate_timeline
 
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     record = 0 if args.events is None else (10 if args.record is None else args.record)
     scenario = Scenario.from_toml(args.scenario)
     if args.events is not None:  # fail before the run, not after it
-        open(args.events, "w", encoding="utf-8").close()
+        checks.output_file(args.events, "--events")
     bar = _progress_bar(args.trials)
     try:
         with warnings.catch_warnings():  # the partial result is reported below, on one line
@@ -96,21 +97,30 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_events(path: str, frame: Any) -> None:
-    """One JSON object per event: trial, time, kind, step, attempt, resource, outcome."""
+    """One JSON object per event: trial, time, kind, step, attempt, resource, outcome (none
+    with ``--record 0``: an empty file)."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            if frame is not None:
+                _write_rows(out, frame)
+    except OSError as error:  # a full disk, a file gone read-only: the environment's, not ours
+        raise RelsimError(f"--events: cannot write {path!r}: {error.strerror or error}") from None
+
+
+def _write_rows(out: Any, frame: Any) -> None:
     from relsim.results import jsonable
 
-    with open(path, "w", encoding="utf-8") as out:
-        for row in frame.itertuples(index=False):
-            record = {
-                "trial": int(row.trial),
-                "time": float(row.time),
-                "kind": row.kind,
-                "step": None if _missing(row.step) else int(row.step),
-                "attempt": None if _missing(row.attempt) else int(row.attempt),
-                "resource": None if _missing(row.resource) else row.resource,
-                "outcome": None if _missing(row.outcome) else row.outcome,
-            }
-            out.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
+    for row in frame.itertuples(index=False):
+        record = {
+            "trial": int(row.trial),
+            "time": float(row.time),
+            "kind": row.kind,
+            "step": None if _missing(row.step) else int(row.step),
+            "attempt": None if _missing(row.attempt) else int(row.attempt),
+            "resource": None if _missing(row.resource) else row.resource,
+            "outcome": None if _missing(row.outcome) else row.outcome,
+        }
+        out.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
 
 
 def _missing(value: Any) -> bool:

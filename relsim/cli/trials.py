@@ -7,7 +7,6 @@ parser stays light). Warnings about the data go to stderr as ``relsim: warning: 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from relsim.cli import _args
 from relsim.cli._args import (
@@ -220,7 +219,7 @@ def add_parser(subparsers) -> None:
 
 def _warn(messages) -> None:
     for message in messages:
-        print(f"relsim: warning: {_args.as_flags(message)}", file=sys.stderr)
+        _args.warn(message)  # printed once the command has succeeded
 
 
 def _quietly(function, *args, **kwargs):
@@ -292,6 +291,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
+    if args.report:  # before the analysis, not after it
+        from relsim import checks
+
+        checks.output_file(args.report, "--report")
     seed = DEFAULT_SEED if args.seed is None else args.seed
     result = _quietly(
         evalstats.analyze,
@@ -428,6 +431,10 @@ def run_analyze(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
+    if args.report:  # before the comparison, not after it
+        from relsim import checks
+
+        checks.output_file(args.report, "--report")
     result = _quietly(
         evalstats.compare,
         args.baseline,

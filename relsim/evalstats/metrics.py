@@ -216,29 +216,71 @@ def categories(
     ratio (category count over failures, per task) with the failures as the binomial floor.
     Categories come sorted by count, most first (then by name); an empty cell is
     ``"uncategorized"``.
+
+    Every category is counted in one pass over the failed trials (sorted once), and the
+    ratios of all categories are computed together (:func:`_category_shares`: the one
+    formula of :func:`ratio`, over the tasks each category hits), so that a million distinct
+    categories take seconds, not the square of their number.
     """
     failed = frame["success"].to_numpy() == 0
     labels = category_labels(frame[column]).to_numpy()[failed]
     labels = np.where(labels == "", UNCATEGORIZED, labels)
-    failed_codes = codes[failed]
+    failed_codes = codes[failed].astype(np.int64)
     tasks = len(names)
     failures = np.bincount(failed_codes, minlength=tasks).astype(float)
     total = int(failures.sum())
+    if total == 0:
+        return {}
+    unique, which = np.unique(labels.astype(str), return_inverse=True)  # sorted names
+    which = which.reshape(-1).astype(np.int64)
+    # (category, task) pairs and how many failures of the category the task holds
+    pairs, hits = np.unique(which * tasks + failed_codes, return_counts=True)
+    pair_label, pair_task = np.divmod(pairs, tasks)
+    counts = np.bincount(which, minlength=len(unique))
+    share, se = _category_shares(pair_label, pair_task, hits.astype(float), failures, len(unique))
+    used = int((failures > 0).sum())
+    low, high = intervals.effective_count_interval(share, se**2, total, used, confidence)
+    low, high = np.broadcast_to(low, share.shape), np.broadcast_to(high, share.shape)
+    # each category's tasks, most hits first, then by name
+    task_names = [str(name) for name in names]
+    name_rank = np.empty(tasks, dtype=np.int64)
+    name_rank[sorted(range(tasks), key=task_names.__getitem__)] = np.arange(tasks)
+    order = np.lexsort((name_rank[pair_task], -hits, pair_label))
+    ordered_tasks = pair_task[order].tolist()
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(pair_label, minlength=len(unique))))).tolist()
     found: dict[str, dict[str, Any]] = {}
-    for label in sorted(set(labels.tolist())):
-        mine = labels == label
-        per_task = np.bincount(failed_codes[mine], minlength=tasks).astype(float)
-        share = ratio(per_task, failures, confidence)
-        used = int((failures > 0).sum())
-        low, high = intervals.effective_count_interval(
-            share["estimate"], share["se"] ** 2, total, used, confidence
-        )
-        hit = np.flatnonzero(per_task)
-        order = sorted(hit, key=lambda i: (-per_task[i], str(names[i])))
-        found[label] = {
-            "count": int(mine.sum()),
-            "share": share["estimate"],
-            "ci": (low, high),
-            "tasks": [str(names[i]) for i in order],
+    for i in np.lexsort((np.arange(len(unique)), -counts)).tolist():  # most first, then by name
+        found[str(unique[i])] = {
+            "count": int(counts[i]),
+            "share": float(share[i]),
+            "ci": (float(low[i]), float(high[i])),
+            "tasks": [task_names[t] for t in ordered_tasks[bounds[i] : bounds[i + 1]]],
         }
-    return dict(sorted(found.items(), key=lambda item: (-item[1]["count"], item[0])))
+    return found
+
+
+def _category_shares(
+    label: np.ndarray, task: np.ndarray, hits: np.ndarray, failures: np.ndarray, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":func:`ratio`'s estimate and ``se`` of every category's share of the failures at once.
+
+    For category :math:`c`, :math:`Y_i` is its failures in task :math:`i` (nonzero only on the
+    ``(label, task, hits)`` pairs) and :math:`X_i` all failures there; every task with a
+    failure counts (:math:`T`). The sum of squares splits into the tasks the category hits
+    and the rest, :math:`\sum_i (Y_i - R X_i)^2 = \sum_{hit} [(Y_i - R X_i)^2 - R^2 X_i^2] +
+    R^2 \sum_i X_i^2`, each part a sum over the pairs; counts are integers, so no part loses
+    precision to cancellation.
+    """
+    x = failures
+    x_total = float(x.sum())
+    used = int((x > 0).sum())
+    y_total = np.bincount(label, weights=hits, minlength=count)
+    share = y_total / x_total
+    if used < 2:
+        return share, np.full(count, math.nan)
+    x_hit = x[task]
+    r = share[label]
+    hit_part = np.bincount(label, weights=(hits - r * x_hit) ** 2 - (r * x_hit) ** 2, minlength=count)
+    squares = np.maximum(0.0, hit_part + share**2 * float(np.sum(x * x)))
+    mean_x = x_total / used
+    return share, np.sqrt(squares / (used * (used - 1))) / mean_x

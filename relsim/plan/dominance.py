@@ -48,7 +48,10 @@ def frontier(frame: "pd.DataFrame", cost: str = "cost_per_success", value: str =
     [0, 1]
     """
     import numpy as np
+    import pandas as pd
 
+    if not isinstance(frame, pd.DataFrame):
+        raise invalid("frame", "a pandas DataFrame of designs (such as relsim.sweep returns)", frame)
     for role, column in (("cost", cost), ("value", value)):
         if column not in frame.columns:
             raise invalid(role, f"a column of the frame ({', '.join(map(str, frame.columns))})", column)

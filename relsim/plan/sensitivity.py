@@ -101,11 +101,13 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
     import pandas as pd
 
     base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    variants = [(lever, changes, apply(base, changes)) for lever, changes in _changes(base)]
+    _check_work(base, [variant for _, _, variant in variants])
     origin = evaluate(base)
     origin_cps = origin.cost_per_success
     rows = []
-    for lever, changes in _changes(base):
-        outcome = evaluate(apply(base, changes))
+    for lever, changes, variant in variants:
+        outcome = evaluate(variant)
         cps = outcome.cost_per_success
         rows.append(
             {
@@ -121,6 +123,28 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
     frame = frame.sort_values("delta_success", ascending=False, kind="stable").reset_index(drop=True)
     frame.attrs["baseline"] = {"success": origin.success, "cost_per_success": origin_cps}
     return frame
+
+
+def _check_work(base: Scenario, variants: list[Scenario]) -> None:
+    """Refuse at once, with the estimate, a table whose exact evaluations (the design's and
+    every lever's) would together take over ``relsim.limits``: each alone may fit and the
+    whole not (nine evaluations of 20 s are three minutes)."""
+    from relsim.exact import work_estimate
+    from relsim.limits import WorkEstimate
+
+    estimates = [work_estimate(s) for s in (base, *variants)]
+    slowest = max(estimates, key=lambda e: e.seconds)
+    WorkEstimate(
+        seconds=sum(e.seconds for e in estimates),
+        memory=max(e.memory for e in estimates),
+        detail=f"{len(estimates)} exact evaluations, the design's and {len(variants)} levers'; "
+        f"the slowest: {slowest.detail}",
+    ).check(
+        "scenario",
+        "levers evaluates the design and every lever exactly: lower the budgets "
+        "(retries.total, retries.per_step, checkpoints.rollbacks) or the steps, or compare "
+        "a few variants with relsim.simulate",
+    )
 
 
 def apply(scenario: Scenario | Mapping[str, Any], changes: Mapping[str, Any]) -> Scenario:

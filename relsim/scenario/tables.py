@@ -15,6 +15,8 @@ read these tables: they read the compiled ``TrialModel`` and ``TimeModel``
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,6 +25,7 @@ from relsim.errors import ScenarioError, show
 from relsim import checks
 from relsim.scenario.files import read_toml
 from relsim.scenario.time_tables import (
+    MAX_SECONDS,
     TIME_TABLES,
     Backoff,
     Duration,
@@ -30,6 +33,7 @@ from relsim.scenario.time_tables import (
     Infra,
     Resources,
     Timing,
+    backoff_wait,
 )
 
 __all__ = [
@@ -291,8 +295,10 @@ def checkpoint_positions(c: Checkpoints | None, steps: int) -> tuple[int, ...]:
 
 
 # ----------------------------------------------------------------------------- from a mapping
-def key_homes() -> dict[str, str]:
-    """Every valid key name -> its dotted path, to point a misplaced key to its table."""
+@functools.cache
+def key_homes() -> Mapping[str, str]:
+    """Every valid key name -> its dotted path, to point a misplaced key to its table
+    (read-only; built once: every table of every scenario read consults it)."""
     homes = {key: key for key in _TOP_KEYS}
     for table, cls in TABLES.items():
         for f in fields(cls):
@@ -300,7 +306,7 @@ def key_homes() -> dict[str, str]:
     for (table, key), cls in _NESTED.items():
         for f in fields(cls):
             homes.setdefault(f.name, f"{table}.{key}.{f.name}")
-    return homes
+    return types.MappingProxyType(homes)
 
 
 def _build(cls: type, value: Any, path: str) -> Any:
@@ -432,6 +438,8 @@ def _check_time_links(s: Scenario) -> None:
                 )
         if t.backoff is not None and s.retries is None:
             raise ScenarioError("timing.backoff: waits before retries, but there is no [retries]")
+        if t.backoff is not None:
+            _check_backoff(t.backoff, s.retries)
     if r is not None and r.verifier_calls_llm and s.verifier is None:
         raise ScenarioError("resources.verifier_calls_llm: true, but there is no [verifier]")
     if human:
@@ -439,6 +447,28 @@ def _check_time_links(s: Scenario) -> None:
             raise ScenarioError("checkpoints.human: true needs resources.reviewers (the reviewer pool)")
         if r.review is None:
             raise ScenarioError("checkpoints.human: true needs resources.review (how long a review takes)")
+
+
+def _check_backoff(backoff: Backoff, retries: Retries | None) -> None:
+    """The longest backoff a trial can meet stays within ``MAX_SECONDS``: an exponential
+    backoff without a cap over many retries (2**999 s before retry 1000) would run the clock
+    past the float range."""
+    if retries is None:
+        return
+    per_step = retries.per_step if retries.per_step is not None else retries.total
+    most = (max(per_step) if isinstance(per_step, tuple) else per_step) or 0
+    if retries.total is not None:
+        most = min(most, retries.total)
+    if most == 0:
+        return
+    longest = backoff_wait(backoff, most)
+    if longest > MAX_SECONDS:
+        cap = "" if backoff.max is None else f" (max = {backoff.max:g})"
+        raise ScenarioError(
+            f"timing.backoff: must be a wait of at most {MAX_SECONDS:g} s before retry {most} "
+            f"(retries.per_step), got base * factor**{most - 1}{cap} = {longest:.3g} s; set "
+            f"timing.backoff.max (at most {MAX_SECONDS:g})"
+        )
 
 
 # --------------------------------------------------------------------------------- to a file

@@ -33,6 +33,16 @@ Z95_ONE_SIDED = 1.6448536269514722
 #: Upper limit of the count keys, far above any fleet, so a typo cannot ask for unbounded memory.
 MAX_SLOTS = 1_000_000
 
+#: The longest duration a scenario may give, in seconds (about 31,700 years): far beyond any
+#: real wait, and far enough inside the float range that a run's clock (sums of draws up to
+#: ``MAX_SPREAD``-wide lognormal tails, over millions of trials) never overflows to infinity.
+MAX_SECONDS = 1e12
+#: The slowest Poisson arrival rate, per hour: a mean gap of ``MAX_SECONDS`` between arrivals.
+MIN_RATE_PER_HOUR = 3600.0 / MAX_SECONDS
+#: The lowest tpm: a billionth of a token a minute, far below any provider's limit and far
+#: above the floats whose refill rate (tpm / 60) would round to 0.
+MIN_TPM = 1e-9
+
 _KINDS = ("constant", "lognormal", "exponential")
 _E = ScenarioError
 
@@ -67,8 +77,8 @@ class Duration:
     def _check(self, key: str) -> None:
         kind = checks.choice(self.kind, f"{key}.kind", _KINDS, _E)
         if kind == "lognormal":
-            median = checks.positive(self.median, f"{key}.median", _E)
-            p95 = checks.positive(self.p95, f"{key}.p95", _E)
+            median = _seconds(self.median, f"{key}.median", positive=True)
+            p95 = checks.positive(self.p95, f"{key}.p95", _E)  # the spread's message first
             if p95 < median:
                 raise invalid(f"{key}.p95", f"a number >= median = {median:g}", self.p95, _E)
             if p95 > MAX_SPREAD * median:
@@ -77,14 +87,16 @@ class Duration:
                     f"{key}.p95", f"at most {MAX_SPREAD:g} x median = {MAX_SPREAD * median:g}",
                     self.p95, _E,
                 )
+            _seconds(p95, f"{key}.p95", positive=True)
             _set(self, "median", median)
             _set(self, "p95", p95)
         elif kind == "exponential":
-            _set(self, "value", checks.positive(self.value, f"{key}.mean", _E))
+            _set(self, "value", _seconds(self.value, f"{key}.mean", positive=True))
         else:
             _set(self, "value", checks.in_range(
-                self.value, key, 0.0,
-                allowed="a number of seconds >= 0, {median, p95} or {mean}", error=_E,
+                self.value, key, 0.0, MAX_SECONDS,
+                allowed=f"a number of seconds in [0, {MAX_SECONDS:g}], {{median, p95}} or {{mean}}",
+                error=_E,
             ))
 
     @classmethod
@@ -116,7 +128,7 @@ class Duration:
                         f"{key}: give either {{mean}} (exponential) or {{median, p95}} (lognormal), "
                         "not both"
                     )
-                checks.positive(data["mean"], f"{key}.mean", _E)
+                _seconds(data["mean"], f"{key}.mean", positive=True)
                 return cls.exponential(data["mean"])
             missing = [k for k in ("median", "p95") if k not in data]
             if missing:
@@ -163,6 +175,42 @@ class Duration:
 ZERO = Duration()
 
 
+def _seconds(value: Any, key: str, positive: bool = False) -> float:
+    """``value`` as a number of seconds in ``[0, MAX_SECONDS]`` (``(0, ...]`` if ``positive``)."""
+    bound = "(0" if positive else "[0"
+    return checks.in_range(
+        value, key, 0.0, MAX_SECONDS, low_open=positive,
+        allowed=f"a number of seconds in {bound}, {MAX_SECONDS:g}]", error=_E,
+    )
+
+
+def backoff_wait(backoff: "Backoff", retry: int) -> float:
+    """The wait before retry ``retry`` (1, 2, ...) of a step execution, before any jitter:
+    ``min(max, base * factor**(retry - 1))``.
+
+    The cap is applied before the power: once ``base * factor**(retry - 1)`` would pass
+    ``max`` the answer is ``max`` without computing the power, so a huge factor or thousands
+    of retries never overflow (without a cap the wait is infinite past the float range).
+
+    Examples
+    --------
+    >>> backoff_wait(Backoff(base=1, factor=2, max=60), 3), backoff_wait(Backoff(factor=1e300, max=60), 2000)
+    (4.0, 60.0)
+    """
+    base, factor, cap = backoff.base, backoff.factor, backoff.max
+    exponent = retry - 1
+    if base == 0.0 or factor == 1.0 or exponent <= 0:
+        wait = base
+    elif cap is not None and (cap <= base or exponent * math.log(factor) > math.log(cap / base) + 1.0):
+        return cap  # far past the cap (by a factor e and more): no power to compute
+    else:
+        try:
+            wait = base * factor**exponent
+        except OverflowError:  # past the float range, with no cap in sight
+            wait = math.inf
+    return wait if cap is None else min(cap, wait)
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Wait before the j-th retry of a step execution: ``min(max, base * factor**(j-1))``,
@@ -174,7 +222,7 @@ class Backoff:
     jitter: bool = False
 
     def __post_init__(self) -> None:
-        _set(self, "base", checks.nonnegative(self.base, "timing.backoff.base", _E))
+        _set(self, "base", _seconds(self.base, "timing.backoff.base"))
         _set(self, "factor", checks.in_range(
             self.factor, "timing.backoff.factor", 1.0, allowed="a finite number >= 1", error=_E
         ))
@@ -218,7 +266,11 @@ class Fleet:
         if self.arrivals == "poisson":
             if self.rate_per_hour is None:
                 raise _E('fleet.rate_per_hour: needed with arrivals = "poisson"')
-            _set(self, "rate_per_hour", checks.positive(self.rate_per_hour, "fleet.rate_per_hour", _E))
+            _set(self, "rate_per_hour", checks.in_range(
+                self.rate_per_hour, "fleet.rate_per_hour", MIN_RATE_PER_HOUR,
+                allowed=f"a finite number >= {MIN_RATE_PER_HOUR:g} (a mean gap between arrivals of "
+                f"at most {MAX_SECONDS:g} s)", error=_E,
+            ))
         elif self.rate_per_hour is not None:
             raise _E('fleet.rate_per_hour: used only with arrivals = "poisson" (batch trials all arrive at 0)')
         if self.agents is not None:
@@ -246,8 +298,9 @@ class Resources:
         if self.rpm is not None:  # under 1 the bucket never holds one call
             _set(self, "rpm", checks.in_range(self.rpm, f"{key}.rpm", 1.0,
                                               allowed="a finite number >= 1", error=_E))
-        if self.tpm is not None:
-            _set(self, "tpm", checks.positive(self.tpm, f"{key}.tpm", _E))
+        if self.tpm is not None:  # a subnormal tpm refills at tpm / 60 = 0 tokens a second
+            _set(self, "tpm", checks.in_range(self.tpm, f"{key}.tpm", MIN_TPM,
+                                              allowed=f"a finite number >= {MIN_TPM:g}", error=_E))
         if self.tokens is not None:
             _set(self, "tokens", checks.per_step(
                 self.tokens, f"{key}.tokens", lambda v, k: checks.nonnegative(v, k, _E), error=_E))

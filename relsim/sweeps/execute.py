@@ -12,6 +12,8 @@ import contextlib
 import json
 import logging
 import math
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Sequence
 
@@ -31,10 +33,18 @@ __all__ = ["sweep"]
 MAX_BATCH = 100
 #: Batches per worker for a cheap method, so that workers finishing early find more work.
 BATCHES_PER_WORKER = 4
-#: Seconds to wait for a dask scheduler given by address before giving up.
+#: Seconds to wait for a dask scheduler given by address, the handshake included, before
+#: giving up.
 CONNECT_TIMEOUT = 10
 #: The most local worker processes (far above any machine's cores; guards typos).
 MAX_WORKERS = 1024
+#: Local worker processes per core at most: each is a single-threaded Python process of some
+#: 200 MB, so more than a few per core only compete for the cores and fill the memory.
+WORKERS_PER_CORE = 4
+#: A scheduler address: tcp:// or tls://, a host name or IP address (IPv6 in brackets), a port.
+_ADDRESS = re.compile(
+    r"^(?:tcp|tls)://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?):(\d{1,5})$"
+)
 #: The most points in one task when ``batch`` is given.
 MAX_POINTS_PER_TASK = 1_000_000
 
@@ -61,17 +71,27 @@ def sweep(
         the same grid computes only the points the journal lacks (a journal of another grid or
         base scenario is refused). None: keep nothing on disk.
     workers : int or None
-        Run on a dask ``LocalCluster`` of this many worker processes (one thread each).
+        Run on a dask ``LocalCluster`` of this many worker processes (one thread each), at
+        most ``WORKERS_PER_CORE`` (4) per core of this machine.
     scheduler : str, distributed.Client or None
-        Run on an existing dask cluster: its scheduler's address (``tcp://host:8786``) or a
-        connected ``Client``. The workers need relsim installed. Without ``workers`` and
-        ``scheduler`` the points run one after another in this process.
+        Run on an existing dask cluster: its scheduler's address (``tcp://HOST:PORT`` or
+        ``tls://HOST:PORT``) or a connected ``Client``. The connection and dask's handshake
+        must be done within ``CONNECT_TIMEOUT`` (10 s). The workers need relsim installed.
+        Without ``workers`` and ``scheduler`` the points run one after another in this
+        process.
     batch : int or None
         Points per task; None: one for the stochastic methods, up to ``MAX_BATCH`` for exact.
     progress : callable or None
         Called with the number of points each finished batch added (first with the number
         the journal already held, when it held any). An exception raised from it stops the
         sweep; the points finished so far stay in the journal.
+
+    Raises
+    ------
+    relsim.errors.RelsimError
+        Before the first point runs: for a bad grid, argument or address, an ``out`` that
+        cannot be written (a folder, a path under a file, a FIFO), or a journal that is not
+        this sweep's or is damaged (naming its line).
 
     Returns
     -------
@@ -103,15 +123,22 @@ def sweep(
     grid = _as_grid(grid)
     entry = method(grid.method)
     if workers is not None:
-        _check_count("workers", workers, MAX_WORKERS)
+        _check_workers(workers)
         if scheduler is not None:
             raise RelsimError("workers: give workers (a local cluster) or scheduler, not both")
+    if scheduler is not None:
+        _check_scheduler(scheduler)
     if batch is not None:
         _check_count("batch", batch, MAX_POINTS_PER_TASK)
+    if progress is not None and not callable(progress):
+        raise invalid("progress", "callable or None", progress)
     journal = None
     if out is not None:
         out = check_output(out)
-        journal = Journal.open(journal_path(out), _manifest(grid))
+        journal = Journal.open(
+            journal_path(out), _manifest(grid),
+            check=lambda index, row: entry.check_row(row, grid.seed_of(index)),
+        )
     done: dict[int, dict[str, Any]] = dict(journal.done) if journal is not None else {}
     skipped = len(done)
     todo = [index for index in range(len(grid)) if index not in done]
@@ -155,8 +182,33 @@ def _as_grid(grid: Any) -> Grid:
     raise invalid("grid", "a relsim.sweeps.Grid, a grid file or a mapping", grid)
 
 
-def _check_count(key: str, value: Any, high: int) -> None:
-    checks.integer(value, key, 1, high)
+def _check_count(key: str, value: Any, high: int, why: str = "") -> None:
+    checks.integer(value, key, 1, high, allowed=f"an integer in 1..{high}{why}")
+
+
+def _check_workers(workers: Any) -> None:
+    """At most ``WORKERS_PER_CORE`` local worker processes per core (and ``MAX_WORKERS``)."""
+    try:
+        cores = max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = max(1, os.cpu_count() or 1)
+    high = min(MAX_WORKERS, WORKERS_PER_CORE * cores)
+    why = f" ({WORKERS_PER_CORE} per core, {cores} core{'s' if cores > 1 else ''} here)"
+    _check_count("workers", workers, high, why if high < MAX_WORKERS else "")
+
+
+def _check_scheduler(scheduler: Any) -> None:
+    """A scheduler address of the form ``tcp://HOST:PORT`` (or ``tls://``), or a Client."""
+    allowed = "a dask scheduler address tcp://HOST:PORT (or tls://HOST:PORT), or a distributed.Client"
+    if isinstance(scheduler, str):
+        match = _ADDRESS.match(scheduler)
+        if match is None or not 1 <= int(match.group(1)) <= 65535:
+            raise invalid("scheduler", allowed, scheduler)
+        return
+    from distributed import Client
+
+    if not isinstance(scheduler, Client):
+        raise invalid("scheduler", allowed, scheduler)
 
 
 def _manifest(grid: Grid) -> dict[str, Any]:
@@ -230,15 +282,49 @@ def _dask(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
             cluster.close()
 
 
-def _connect(client_class: Any, address: Any) -> Any:
-    if not isinstance(address, str):
-        raise invalid("scheduler", "a dask scheduler address such as tcp://host:8786, or a Client", address)
+def _connect(client_class: Any, address: str) -> Any:
+    _handshake(address)
     try:
         return client_class(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as error:
         raise RelsimError(
             f"scheduler: cannot connect to {address!r} within {CONNECT_TIMEOUT} s ({error})"
         ) from None
+
+
+def _handshake(address: str) -> None:
+    """Connect to ``address`` and finish dask's handshake within ``CONNECT_TIMEOUT``, or a
+    RelsimError: a port that accepts and never answers would otherwise hang the Client (its
+    timeout covers the connection, not the handshake), and one that answers in another
+    protocol (an HTTP server) sends bytes dask reads as a frame length of exabytes.
+
+    Runs on an event loop of its own in a thread of its own, so that it works from a program
+    (or a notebook) that already runs one.
+    """
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    async def shake() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=CONNECT_TIMEOUT), CONNECT_TIMEOUT)
+        await comm.close()
+
+    failure = f"scheduler: cannot connect to {address!r} within {CONNECT_TIMEOUT} s"
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, shake()).result()
+        except (OSError, TimeoutError) as error:
+            raise RelsimError(f"{failure} ({_reason(error)})") from None
+        except Exception as error:  # whatever the far end sent, it was not dask's handshake
+            raise RelsimError(
+                f"{failure}: it does not answer as a dask scheduler ({_reason(error)})"
+            ) from None
+
+
+def _reason(error: BaseException) -> str:
+    text = " ".join(str(error).split())[:120]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _frame(grid: Grid, entry: Method, done: Mapping[int, Mapping[str, Any]]) -> "pd.DataFrame":

@@ -27,16 +27,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import hashlib
 import itertools
 import json
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from relsim.errors import RelsimError, invalid, show
 from relsim import checks
@@ -74,6 +76,8 @@ def point_seed(grid_seed: int, index: int) -> int:
     """
     import numpy as np
 
+    grid_seed = checks.integer(grid_seed, "grid_seed", 0, MAX_SEED)
+    index = checks.integer(index, "index", 0, checks.MAX_COUNT)
     state = np.random.SeedSequence(grid_seed, spawn_key=(index,)).generate_state(1, np.uint64)
     return int(state[0] >> np.uint64(1))
 
@@ -150,13 +154,28 @@ class Grid:
     source: str | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.base, Mapping):
+            raise invalid("base", "a scenario table (a mapping)", self.base)
+        pairs = isinstance(self.axes, (list, tuple)) and all(
+            isinstance(axis, (list, tuple)) and len(axis) == 2 and isinstance(axis[0], str)
+            for axis in self.axes
+        )
+        if not pairs:
+            raise invalid("axes", "a sequence of (dotted key, values) pairs", self.axes)
+        # numpy values (an axis built with np.arange) as Python's, for the digests and frames
+        object.__setattr__(self, "base", _plain(dict(self.base)))
+        object.__setattr__(
+            self, "axes", tuple((name, _axis_values(name, values)) for name, values in self.axes)
+        )
         self._check()
-        self.scenarios  # build and validate every point now, before anything runs
+        self._check_points()  # build and validate every point now, before anything runs
 
     # ------------------------------------------------------------------------ loading
     @classmethod
     def from_toml(cls, path: str | Path) -> "Grid":
         """Read a grid file; ``base = "file.toml"`` is read relative to the grid file."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise invalid("path", "a grid file name", path)
         path = Path(path)
         data = read_toml(path, "grid file")
         return cls.from_dict(data, source=str(path), base_dir=path.parent)
@@ -180,6 +199,10 @@ class Grid:
             For an unknown key (with the nearest valid name), a bad value, zip axes of
             different lengths, or a point that makes an invalid scenario (naming the point).
         """
+        if base_dir is not None and not isinstance(base_dir, (str, os.PathLike)):
+            raise invalid("base_dir", "a folder name or None", base_dir)
+        if source is not None and not isinstance(source, str):
+            raise invalid("source", "text or None", source)
         try:
             return _from_mapping(cls, data, source, Path(base_dir) if base_dir is not None else Path())
         except RelsimError as error:
@@ -189,7 +212,7 @@ class Grid:
 
     # ------------------------------------------------------------------------ points
     def __len__(self) -> int:
-        return len(self._values)
+        return self._count
 
     @property
     def axis_names(self) -> tuple[str, ...]:
@@ -204,16 +227,28 @@ class Grid:
         return method(self.method).stochastic
 
     @cached_property
-    def _values(self) -> list[tuple[Any, ...]]:
-        columns = [values for _, values in self.axes]
+    def _count(self) -> int:
+        lengths = [len(values) for _, values in self.axes]
+        return lengths[0] if self.mode == "zip" else math.prod(lengths)
+
+    def _digits(self, index: int) -> list[int]:
+        """The position of point ``index`` on each axis (product: the last axis fastest)."""
         if self.mode == "zip":
-            return list(zip(*columns))
-        return list(itertools.product(*columns))
+            return [index] * len(self.axes)
+        digits = []
+        for _, values in reversed(self.axes):
+            index, digit = divmod(index, len(values))
+            digits.append(digit)
+        return digits[::-1]
+
+    def _values(self, index: int) -> list[Any]:
+        checks.integer(index, "index", 0, len(self) - 1)
+        return [values[digit] for (_, values), digit in zip(self.axes, self._digits(index))]
 
     def point(self, index: int) -> dict[str, Any]:
         """The axis values of point ``index``: ``{dotted key: value}``."""
         point: dict[str, Any] = {}
-        for (name, _), value in zip(self.axes, self._values[index]):
+        for (name, _), value in zip(self.axes, self._values(index)):
             keys = _keys(name)
             point.update(zip(keys, value) if len(keys) > 1 else [(name, value)])
         return point
@@ -232,8 +267,22 @@ class Grid:
         return data
 
     def scenario(self, index: int) -> Scenario:
-        """The validated scenario of point ``index``."""
-        return self.scenarios[index]
+        """The validated scenario of point ``index`` (built anew at each call)."""
+        build = self._fast_build
+        if build is not None:
+            checks.integer(index, "index", 0, len(self) - 1)
+            try:
+                return build(self._digits(index))
+            except RelsimError:
+                pass  # the file form's own message, below
+        return self._build(index)
+
+    def _build(self, index: int) -> Scenario:
+        """Point ``index``'s scenario from its file form, an error naming the point."""
+        try:
+            return Scenario.from_dict(self._shallow_dict(index))
+        except ScenarioError as error:
+            raise ScenarioError(f"point {index} ({self.describe(index)}): {error}") from None
 
     def seed_of(self, index: int) -> int | None:
         """Point ``index``'s seed (:func:`point_seed`), None for the exact method."""
@@ -242,16 +291,85 @@ class Grid:
         assert self.seed is not None  # _check requires a seed for a stochastic method
         return point_seed(self.seed, index)
 
-    @cached_property
+    @property
     def scenarios(self) -> tuple[Scenario, ...]:
         """Every point's scenario, built and validated (an invalid point is an error)."""
-        built = []
-        for index in range(len(self)):
+        return tuple(self.scenario(index) for index in range(len(self)))
+
+    def _check_points(self) -> None:
+        """Validate every point before anything runs, without keeping a million scenarios.
+
+        When every axis sets a top-level value or a field of a table, a point's scenario is
+        point 0's with those fields replaced (each table and the scenario validate
+        themselves as they are built: the same checks as from the file form, at a fraction of
+        the cost); otherwise each point is built from its file form. A point refused either
+        way is built from its file form for the message.
+        """
+        build = self._fast_build
+        if build is None:
+            for index in range(len(self)):
+                self._build(index)
+            return
+        ranges = [range(len(values)) for _, values in self.axes]
+        every = zip(*ranges) if self.mode == "zip" else itertools.product(*ranges)
+        for index, digits in enumerate(every):
             try:
-                built.append(Scenario.from_dict(self._shallow_dict(index)))
-            except ScenarioError as error:
-                raise ScenarioError(f"point {index} ({self.describe(index)}): {error}") from None
-        return tuple(built)
+                build(digits)
+            except RelsimError:
+                self._build(index)  # raises with the file form's message
+
+    @cached_property
+    def _fast_build(self) -> Any:
+        """``build(digits) -> Scenario`` (a point given by its position on each axis) by
+        replacing point 0's fields, or None when an axis sets something other than a
+        top-level value or a field of a table (a whole table, a nested table's key, a
+        duration's median)."""
+        tables = _table_names()
+        nested = _nested_keys()
+        setters: list[tuple[int, int | None, str, str | None]] = []
+        for position, (name, _) in enumerate(self.axes):
+            keys = _keys(name)
+            for part, key in enumerate(keys):
+                link = part if len(keys) > 1 else None
+                pieces = key.split(".")
+                if len(pieces) == 1 and key not in tables:
+                    setters.append((position, link, key, None))
+                elif len(pieces) == 2 and pieces[0] in tables and key not in nested:
+                    setters.append((position, link, pieces[0], pieces[1]))
+                else:
+                    return None
+        first = self._build(0)
+        if any(field is not None and getattr(first, top) is None for _, _, top, field in setters):
+            return None  # pragma: no cover - point 0 sets the field, so it has the table
+        fixed = {f.name: getattr(first, f.name) for f in dataclasses.fields(Scenario)}
+        touched = {top for _, _, top, field in setters if field is not None}
+        axes_of = {top: sorted({p for p, _, t, f in setters if t == top}) for top in touched}
+        sizes = {top: math.prod(len(self.axes[p][1]) for p in axes_of[top]) for top in touched}
+        memo: dict[tuple[str, tuple[int, ...]], Any] = {}
+        columns = [values for _, values in self.axes]
+
+        def build(digits: Sequence[int]) -> Scenario:
+            changes: dict[str, Any] = dict(fixed)
+            fields: dict[str, dict[str, Any]] = {}
+            for position, link, top, field in setters:
+                value = columns[position][digits[position]]
+                if link is not None:
+                    value = value[link]
+                if field is None:
+                    changes[top] = value
+                else:
+                    fields.setdefault(top, {})[field] = value
+            for top, values in fields.items():
+                key = (top, tuple(digits[p] for p in axes_of[top]))
+                table = memo.get(key)
+                if table is None:
+                    table = dataclasses.replace(fixed[top], **values)
+                    if sizes[top] <= _MEMO_TABLES:  # each table variant built once
+                        memo[key] = table
+                changes[top] = table
+            return Scenario(**changes)
+
+        return build
 
     def describe(self, index: int) -> str:
         """``verifier.miss = 0.1, p = 0.9``: the point's axis values, for messages."""
@@ -356,14 +474,59 @@ def _from_mapping(cls: type, data: Mapping[str, Any], source: str | None, base_d
     )
 
 
+#: Table variants kept per table while a grid is validated (a variant built once serves
+#: every point that has it).
+_MEMO_TABLES = 100_000
+
+
+@functools.cache
+def _table_names() -> frozenset[str]:
+    """The scenario's top-level keys that are tables (``verifier``, ``timing``, ...)."""
+    return frozenset(
+        f.name for f in dataclasses.fields(Scenario)
+        if any(isinstance(t, type) and dataclasses.is_dataclass(t) for t in _field_types(Scenario, f))
+    )
+
+
+@functools.cache
+def _nested_keys() -> frozenset[str]:
+    """Table fields that are tables themselves (``timing.backoff``, ``correlation.confusion``):
+    their file form (a mapping) is not what the dataclass holds."""
+    nested = set()
+    for name in _table_names():
+        for cls in _field_types(Scenario, next(f for f in dataclasses.fields(Scenario) if f.name == name)):
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                continue
+            for f in dataclasses.fields(cls):
+                if any(isinstance(t, type) and dataclasses.is_dataclass(t) and t is not Duration
+                       for t in _field_types(cls, f)):
+                    nested.add(f"{name}.{f.name}")
+    return frozenset(nested)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays made Python's (``np.int64(3)`` -> 3), in lists,
+    tuples and mappings too: what the JSON digest, the journal and the frame can hold."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if type(value) is list or type(value) is tuple:
+        return type(value)(_plain(item) for item in value)
+    return value
+
+
 def _keys(name: str) -> list[str]:
     """The scenario keys of an axis: one, or several joined by commas (a linked axis)."""
     return [key.strip() for key in name.split(",")]
 
 
 def _axis_values(name: str, values: Any) -> Any:
+    """An axis's values as a tuple of Python values (a numpy array's too)."""
+    if type(values).__module__ == "numpy" and getattr(values, "ndim", None) == 1:
+        values = values.tolist()
     if isinstance(values, (list, tuple)):
-        return tuple(values)
+        return tuple(_plain(value) for value in values)
     raise invalid(f"axes.{name}", "a non-empty list of values", values)
 
 

@@ -12,12 +12,13 @@ The runners are module-level functions so that dask ships them to workers by nam
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
-from relsim.errors import invalid
-from relsim.results import OUTCOME_KEYS, Outcome
+from relsim.errors import RelsimError, invalid
+from relsim.results import OUTCOME_KEYS, TIMELINE_PROPORTIONS, Outcome
 
 __all__ = ["METHODS", "TIMELINE_ERRORS", "TIMELINE_KEYS", "Method", "method", "run_batch"]
 
@@ -58,6 +59,31 @@ class Method:
         errors = self.errors if self.errors is not None else tuple(f"{key}_se" for key in self.keys)
         return (*self.keys, *errors, "seed")
 
+    def check_row(self, row: Mapping[str, Any], seed: int | None) -> None:
+        """Raise a ``RelsimError`` unless ``row`` holds what :meth:`row` makes of an outcome
+        (and ``seed`` when stochastic): exactly :attr:`columns`, each a number, the shares in
+        [0, 1], everything else >= 0, infinite or NaN (undefined). A resumed sweep writes a
+        journal's records into its rows: a damaged one must not get there."""
+        missing = [key for key in self.columns if key not in row]
+        extra = [str(key) for key in row if key not in self.columns]
+        if missing or extra:
+            names = missing or extra
+            listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            what = f"missing {listed}" if missing else f"unknown {listed}"
+            raise RelsimError(f"columns: must be those of a {self.name} point, got {what}")
+        for key in self.columns:
+            value = row[key]
+            if key == "seed":
+                if value != seed or isinstance(value, bool) or not isinstance(value, int):
+                    raise invalid("seed", f"the point's seed {seed}", value)
+                continue
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key in _SHARES:
+                if not (number and 0.0 <= value <= 1.0):
+                    raise invalid(key, "a share in [0, 1]", value)
+            elif not (number and (value >= 0.0 or math.isnan(value))):
+                raise invalid(key, "a number >= 0, infinity or NaN", value)
+
     def row(self, outcome: Outcome) -> dict[str, float]:
         """The point's columns but ``seed``, picked from ``outcome.to_row()`` (its
         ``to_frame()`` columns, without pandas) as floats.
@@ -69,6 +95,9 @@ class Method:
         flat = outcome.to_row()
         return {key: float(flat[key]) for key in self.columns if key != "seed"}
 
+
+#: The columns that are shares of the trials: in [0, 1] (every other column is >= 0).
+_SHARES = frozenset(TIMELINE_PROPORTIONS)
 
 #: The timeline's scalar outputs (docs/model.md section 7), one column each.
 _TIMELINE_SCALARS = (

@@ -4,7 +4,8 @@
 3's draws and decisions and the time tables' waits between them (agent slots, LLM slots and
 reviewers as simpy resources; the rpm and tpm limits as token buckets; the deadline and the
 crash clock as interrupts), and returns a :class:`TimelineOutcome` (defined, with every result
-type, in :mod:`relsim.results`).
+type, in :mod:`relsim.results`). :func:`work_estimate` is the time and memory a run will
+take, estimated before it starts (a run over ``relsim.limits`` is refused).
 """
 
 from __future__ import annotations
@@ -12,5 +13,13 @@ from __future__ import annotations
 from relsim.results import EVENT_COLUMNS, TimelineOutcome
 from relsim.results import TIMELINE_PROPORTIONS as PROPORTIONS
 from relsim.timeline._driver import CHUNK_TRIALS, simulate_timeline
+from relsim.timeline._estimate import work_estimate
 
-__all__ = ["CHUNK_TRIALS", "EVENT_COLUMNS", "PROPORTIONS", "TimelineOutcome", "simulate_timeline"]
+__all__ = [
+    "CHUNK_TRIALS",
+    "EVENT_COLUMNS",
+    "PROPORTIONS",
+    "TimelineOutcome",
+    "simulate_timeline",
+    "work_estimate",
+]

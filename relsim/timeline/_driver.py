@@ -22,8 +22,10 @@ import numpy as np
 
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import invalid
+from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, as_scenario, time_model, trial_model
+from relsim.timeline._estimate import work_estimate
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
     TIMEOUT,
@@ -92,6 +94,14 @@ def simulate_timeline(
         With ``partial=True`` (and a ``RuntimeWarning``) when Ctrl-C stopped the run: the
         estimates then cover the trials that had ended. A second Ctrl-C aborts.
 
+    Raises
+    ------
+    relsim.errors.RelsimError
+        For bad input, and, before anything runs, for a run whose time or memory
+        (:func:`relsim.timeline.work_estimate`) is over ``relsim.limits.time_limit()`` (60 s)
+        or ``memory_limit()`` (4 GiB): the message names the estimate and the trials (or
+        recorded trials) that fit.
+
     Examples
     --------
     Ten steps of 8 s, a 2 s verifier and one retry per step; every trial lasts
@@ -112,6 +122,7 @@ def simulate_timeline(
     if progress is not None and not callable(progress):
         raise invalid("progress", "callable or None", progress)
     root, seed_value = check_seed(seed)
+    _check_work(scenario, trials, record)
     model = Model(trial_model(scenario), time_model(scenario))
     tally = _Tally(trials, model.cost_unit)
     events: list[tuple] = []
@@ -120,6 +131,13 @@ def simulate_timeline(
         run.flag = flag
         run.go()
     partial = tally.done < trials
+    if partial and not run.flag.is_set:
+        # Only a stop leaves trials unfinished; the scenario's limits keep the clock finite
+        # (relsim.scenario.time_tables.MAX_SECONDS), so this is a bug, not an interruption.
+        raise RuntimeError(
+            f"timeline: {trials - tally.done} of {trials} trials never ended, and no stop was "
+            f"asked (the simulated clock stood at {run.env.now if run.env else 0.0:g} s)"
+        )
     if partial:
         warnings.warn(
             f"timeline interrupted: the estimate covers the {tally.done} of {trials} trials "
@@ -136,6 +154,19 @@ def simulate_timeline(
         for column in ("step", "attempt"):
             frame[column] = frame[column].astype("Int64")
     return tally.outcome(model, seed_value, partial, frame, run.simpy_events)
+
+
+def _check_work(scenario: Scenario, trials: int, record: int) -> None:
+    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``."""
+    estimate = work_estimate(scenario, trials, record)
+    limit = memory_limit()
+    if record and estimate.memory > limit:
+        without = work_estimate(scenario, trials, 0).memory
+        share = max(0.0, (limit - without) / (estimate.memory - without))
+        estimate.check("record", f"record at most about {int(record * share * 0.9):,} trials")
+    share = min(1.0, time_limit() / estimate.seconds if estimate.seconds > 0 else 1.0,
+                limit / estimate.memory)
+    estimate.check("trials", f"run at most about {max(1, int(trials * share * 0.9)):,} trials")
 
 
 # ------------------------------------------------------------------------------ the run

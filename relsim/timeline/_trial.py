@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from relsim.scenario import Duration, TimeModel, TrialModel
 from relsim.scenario.compiled import expit
+from relsim.scenario.time_tables import backoff_wait
 
 # Outcome codes, in the order of TimelineOutcome's proportions.
 SUCCESS, SILENT, DETECTED, TIMEOUT, INFRA = 0, 1, 2, 3, 4
@@ -346,9 +347,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 retries_used += 1
                 backoff = m.backoff
                 if backoff is not None:
-                    seconds = backoff.base * backoff.factor ** (j - 1)
-                    if backoff.max is not None:
-                        seconds = min(backoff.max, seconds)
+                    seconds = backoff_wait(backoff, j)  # the cap before the power
                     if backoff.jitter:
                         seconds *= clock.random()
                     if log:

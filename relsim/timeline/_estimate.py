@@ -1,0 +1,116 @@
+r"""The time and memory a timeline run will take, estimated before it starts.
+
+Private; ``simulate_timeline`` refuses a run over ``relsim.limits`` with it, and
+``relsim.timeline.work_estimate`` exposes it. Numpy only (no simpy).
+
+A trial costs its bookkeeping, its attempts (section 3's draws and decisions) and its simpy
+events; the attempts and step executions per trial are Monte Carlo's expectation
+(``relsim.montecarlo._estimate.expected_work``, pessimistic), and the events follow from the
+time tables: one per timed action (an attempt, a verification, a backoff, a checkpoint
+check), two per hold of a shared slot (request and release), one per rate-limit wait, and
+per trial its start, its end, its deadline, its crash clock, its arrival and its agent slot:
+
+.. math::
+
+    \text{time} \approx N\,(t_0 + t_1 A + t_2 E),\qquad
+    \text{memory} \approx M_0 + N b_0 + L b_1 + K R b_2,
+
+with :math:`A` attempts and :math:`E` events per trial, :math:`L` trials alive at once (a
+chunk of ``CHUNK_TRIALS`` when trials share nothing, the agent slots with a fleet, every trial
+when shared resources have no agent pool in front of them) and :math:`R` event-log rows per
+recorded trial (:math:`K` recorded). The rates were measured on the calibration machine
+(``benchmarks/limits_calibration.py``: two busy cores); the estimate is meant to be within a
+few times the truth there, to refuse hours and hundreds of GiB, not to time a run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from relsim.limits import WorkEstimate
+from relsim.scenario import Scenario, as_scenario, time_model, trial_model
+
+__all__ = ["work_estimate"]
+
+# Seconds per trial (process, streams, tally), per attempt (draws and decisions) and per simpy
+# event (a timeout, a request or a release), on the calibration machine (two cores at load 3
+# to 7: benchmarks/README.md; high by about 2x at the lighter load, low by up to 1.6x at 7).
+_SECONDS_PER_TRIAL = 150e-6
+_SECONDS_PER_ATTEMPT = 2.25e-6
+_SECONDS_PER_EVENT = 15e-6
+# Bytes: the per-trial tally (outcome, attempts, cost, duration), a trial alive in simpy (its
+# process, generator and pending events), a row of the event log (the tuple, its DataFrame
+# row, its JSON line), and what a run holds whatever its size (simpy, pandas).
+_BYTES_PER_TRIAL = 32
+_BYTES_PER_LIVE_TRIAL = 10 * 2**10
+_BYTES_PER_EVENT_ROW = 400
+_FIXED_BYTES = 200 * 2**20
+
+
+def work_estimate(
+    scenario: Scenario | Mapping[str, Any], trials: int, record: int = 0
+) -> WorkEstimate:
+    """Expected seconds and peak bytes of ``simulate_timeline(scenario, trials,
+    record=record)`` (see the module docstring).
+
+    Examples
+    --------
+    A thousand trials of a 25-step design take a moment; 10**12 do not fit anywhere:
+
+    >>> from relsim.timeline import work_estimate
+    >>> design = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
+    ...           "retries": {"per_step": 2}, "timing": {"attempt": 8, "verify": 2}}
+    >>> work_estimate(design, 1000).seconds < 5
+    True
+    >>> big = work_estimate(design, 10**12)
+    >>> big.seconds > 86400, big.memory > 2**40
+    (True, True)
+    """
+    from relsim.montecarlo._estimate import expected_work
+    from relsim.timeline._driver import CHUNK_TRIALS
+
+    scenario = as_scenario(scenario)
+    model, time = trial_model(scenario), time_model(scenario)
+    attempts, executions = expected_work(model)
+    retries = max(0.0, attempts - executions)
+
+    calls = 1 + int(model.has_verifier and time.verifier_calls_llm)  # LLM calls per attempt
+    per_attempt = float(any(not d.is_zero for d in time.attempt))
+    if model.has_verifier and not time.verify.is_zero:
+        per_attempt += 1
+    if time.llm_concurrency is not None:
+        per_attempt += 2 * calls
+    if time.rpm is not None or time.tpm is not None:
+        per_attempt += calls
+    # start and end; the deadline, the crash clock, the arrival gap, the agent slot
+    per_trial = 2.0 + (time.deadline is not None) + (time.crash_per_hour > 0) + time.poisson
+    per_trial += 2 * (time.agents is not None)
+    if time.backoff is not None:
+        per_trial += retries
+    if model.has_checkpoints:
+        checks = len(model.checkpoint_positions) * executions / model.steps
+        per_trial += checks * (3 if time.human else float(not time.checkpoint.is_zero))
+    events = attempts * per_attempt + per_trial
+    seconds = trials * (
+        _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts + _SECONDS_PER_EVENT * events
+    )
+
+    if time.independent:
+        live = min(trials, CHUNK_TRIALS)
+    elif time.agents is not None:
+        live = min(trials, time.agents)
+    else:  # shared slots with no agent pool in front: every trial runs at once
+        live = trials
+    rows = 4 + attempts * (1 + model.has_verifier) + retries + events  # log rows per trial
+    memory = (
+        _FIXED_BYTES
+        + trials * _BYTES_PER_TRIAL
+        + live * _BYTES_PER_LIVE_TRIAL
+        + record * rows * _BYTES_PER_EVENT_ROW
+    )
+    detail = f"about {attempts:,.0f} attempts and {events:,.0f} simpy events per trial, {trials:,} trials"
+    if live == trials and trials > CHUNK_TRIALS:
+        detail += " all alive at once (shared resources without fleet.agents)"
+    if record:
+        detail += f", {record:,} recorded"
+    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
