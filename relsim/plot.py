@@ -155,7 +155,7 @@ def retries(
     steps : int
         Steps in the chain, >= 1.
     max_retries : int
-        The x axis runs over budgets 0..max_retries.
+        The x axis runs over budgets 0..max_retries (at most ``MAX_AXIS_POINTS``).
     target : float, optional
         Drawn as a dotted horizontal line.
     ax : matplotlib Axes, optional
@@ -170,7 +170,7 @@ def retries(
     from relsim import formulas
 
     n = _int(steps, "steps", low=1)
-    top = _int(max_retries, "max_retries", low=0)
+    top = checks.integer(max_retries, "max_retries", 0, MAX_AXIS_POINTS)
     goal = _target(target)
     budgets = np.arange(top + 1)
     success = formulas.verified_step(p, budgets, miss, false_reject).success ** n
@@ -262,7 +262,7 @@ def outcome_split(results: Mapping[str, Any], *, ax: "Axes | None" = None) -> "A
             label=_OUTCOME_LABELS[key],
         )
         bottom += heights
-    ax.set_xticks(positions, names)
+    ax.set_xticks(positions, [_text(name) for name in names])
     ax.set_ylabel("share of trials (probability)")
     ax.set_xlabel("design")
     ax.set_ylim(0.0, 1.0)
@@ -393,7 +393,7 @@ def pareto(
         else:
             text = ", ".join(f"{name.rsplit('.', 1)[-1]} {_label_value(row[name])}" for name in names)
         # labels below-right of their point, staggered so that neighbours do not overlap
-        ax.annotate(text, (row[cost], row[value]), textcoords="offset points",
+        ax.annotate(_text(text), (row[cost], row[value]), textcoords="offset points",
                     xytext=(8 + 12 * (rank % 2), -12 - 11 * (rank % 4)), fontsize=7, color="tab:red",
                     arrowprops={"arrowstyle": "-", "color": "tab:red", "alpha": 0.4, "lw": 0.6})
     ax.set_xlabel(_SWEEP_LABELS.get(cost, cost))
@@ -548,7 +548,7 @@ def paired_differences(comparison: Any, *, ax: "Axes | None" = None) -> "Axes":
     positions = np.arange(len(names))
     ax.errorbar(values, positions, xerr=errors, fmt="o", capsize=4, color="tab:blue")
     ax.axvline(0.0, color="0.5", linewidth=1)
-    ax.set_yticks(positions, names)
+    ax.set_yticks(positions, [_text(name) for name in names])
     ax.set_ylim(len(names) - 0.5, -0.5)  # the first quantity on top
     ax.set_xlabel("candidate - baseline, with 95% interval (each quantity's own units)")
     ax.set_title("Paired differences over the shared tasks")
@@ -687,8 +687,16 @@ def timeline(events: Any, trials: int = 20, *, ax: "Axes | None" = None) -> "Axe
 
 
 # ------------------------------------------------------------------------------ helpers
+#: The most points one axis of a figure draws (a larger request is a typo, not a figure).
+MAX_AXIS_POINTS = 100_000
+
+
 def _axes(ax: "Axes | None") -> "Axes":
     if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise invalid("ax", "a matplotlib Axes or None", ax)
         return ax
     import matplotlib.pyplot as plt
 
@@ -714,8 +722,17 @@ def _target_line(ax: "Axes", target: float | None) -> None:
         ax.axhline(target, linestyle=":", color="tab:red", label=f"target {target:g}")
 
 
+def _text(value: Any) -> str:
+    """User text as matplotlib shows it literally: a ``$`` would start mathtext (``$\\foo$``
+    is a parse error, not a label)."""
+    return str(value).replace("$", r"\$")
+
+
 def _floats(value: Any, key: str) -> list[float]:
-    values = np.atleast_1d(np.asarray(value, dtype=float)).ravel()
+    try:
+        values = np.atleast_1d(np.asarray(value, dtype=float)).ravel()
+    except (TypeError, ValueError):
+        raise invalid(key, "a number or a non-empty list of finite numbers", value) from None
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise invalid(key, "a number or a non-empty list of finite numbers", value)
     return [float(v) for v in values]
@@ -752,7 +769,10 @@ def _trial_successes(run: Any) -> np.ndarray:
     if hasattr(run, "success"):  # a result: its recorded trials
         recorded = getattr(run, "trajectories", None)
         run = () if recorded is None or "outcome" not in recorded.columns else recorded["outcome"]
-    outcomes = np.asarray(list(run) if not isinstance(run, str) else [run])
+    try:
+        outcomes = np.asarray(list(run) if not isinstance(run, str) else [run])
+    except TypeError:  # not a sequence of outcomes
+        raise invalid("run", "a run that recorded its trials (record=trials), or their outcomes", run) from None
     if outcomes.size == 0 or (outcomes.dtype.kind in "iuf" and not np.isin(outcomes, (0, 1)).all()):
         raise invalid("run", "a run that recorded its trials (record=trials), or their outcomes", run)
     return outcomes.astype(bool) if outcomes.dtype.kind in "biuf" else outcomes == "success"
@@ -768,7 +788,10 @@ def _events_frame(events: Any) -> "pd.DataFrame":
     """The event log as a DataFrame with the columns the time figures read."""
     import pandas as pd
 
-    frame = events if isinstance(events, pd.DataFrame) else pd.DataFrame(list(events))
+    try:
+        frame = events if isinstance(events, pd.DataFrame) else pd.DataFrame(list(events))
+    except (TypeError, ValueError):
+        raise invalid("events", "an event log with trial, time, kind, resource, outcome", events) from None
     needed = {"trial", "time", "kind", "resource", "outcome"}
     if len(frame) == 0 or not needed <= set(frame.columns):
         raise invalid("events", "an event log with trial, time, kind, resource, outcome", events)

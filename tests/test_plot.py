@@ -112,7 +112,7 @@ def test_retries_with_false_rejects(ax):
     np.testing.assert_allclose(ax.lines[0].get_ydata(), expected, rtol=1e-12)
     a, w = 0.85 * 0.95, 0.15 * 0.2
     assert _hline_height(ax.lines[1]) == pytest.approx((a / (a + w)) ** 10, rel=1e-12)
-    with pytest.raises(RelsimError, match="^max_retries: must be an integer >= 0"):
+    with pytest.raises(RelsimError, match=r"^max_retries: must be an integer in 0\.\.100000"):
         plot.retries(0.9, 10, max_retries=-1, ax=Figure().add_subplot())
 
 
@@ -603,3 +603,30 @@ def test_durations_of_the_first_recorded_trials_of_a_fleet(ax):
     # The summary is the whole run's, not the recorded trials'.
     np.testing.assert_array_equal(points.get_xdata(), [run.duration[k] for k in ("p50", "p90", "p99")])
     assert mean.get_xdata()[0] == run.duration["mean"]
+
+
+# ---------------------------------------------------------------- hostile input: one error type
+@pytest.mark.parametrize("call", [
+    lambda: plot.compounding([0.9], [5], ax="not an axes"),
+    lambda: plot.required_accuracy("text"),
+    lambda: plot.required_accuracy({}),
+    lambda: plot.retries(0.9, 25, max_retries=10**9),
+    lambda: plot.convergence(None, 0.5),
+    lambda: plot.convergence(5, 0.5),
+    lambda: plot.timeline(None),
+    lambda: plot.timeline(5),
+])
+def test_bad_input_is_a_relsim_error(call):
+    with pytest.raises(RelsimError):
+        call()
+
+
+def test_user_text_with_dollars_is_drawn_literally():
+    # a metric named like mathtext must be a label, not a parse error when the figure is drawn
+    import matplotlib.pyplot as plt
+
+    comparison = {"quantities": {r"$\foo$": {"difference": 0.1, "ci": [0.0, 0.2]}}}
+    ax = plot.paired_differences(comparison)
+    ax.figure.canvas.draw()
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r"\$\foo\$"]
+    plt.close(ax.figure)
