@@ -29,7 +29,8 @@ Conventions
   :func:`pass_k`). At least :data:`MIN_REPLICATES` replicates are required, and a k with
   fewer than two eligible tasks gets no interval (NaN), as the success mean gets none with
   one task: resampling one task cannot show how tasks vary.
-- **Power**: a normal approximation for a paired design (see :func:`tasks_needed`).
+- **Power**: the exact power of the two-sided paired t-test, from the noncentral t (see
+  :func:`paired_power` and :func:`tasks_needed`).
 - **Bad input** raises :class:`TrialDataError` for the data (naming the file, line and
   column) and :class:`relsim.errors.RelsimError` for an argument, both in the one format
   ``<where>: <key>: must be <allowed>, got <value>``.
@@ -53,7 +54,12 @@ from relsim.evalstats.comparison import Comparison, compare
 from relsim.evalstats.estimators import pass_k, per_task, success_rate
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
-from relsim.evalstats.power import MIN_TASKS, minimum_detectable_effect, tasks_needed
+from relsim.evalstats.power import (
+    MIN_TASKS,
+    minimum_detectable_effect,
+    paired_power,
+    tasks_needed,
+)
 from relsim.evalstats.readers import (
     MAX_FILE_BYTES,
     MAX_STEPS,
@@ -81,6 +87,7 @@ __all__ = [
     "analyze",
     "compare",
     "minimum_detectable_effect",
+    "paired_power",
     "pass_k",
     "per_task",
     "read_inspect_log",

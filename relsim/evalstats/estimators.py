@@ -86,7 +86,10 @@ def success_rate(tasks: pd.DataFrame, *, confidence: float = 0.95) -> pd.Series:
     with equal counts), which the estimate has even when every task shows the same rate. The
     interval is :func:`relsim.intervals.effective_count_interval` (Jeffreys on effective
     counts, with :math:`T-1` degrees of freedom): it stays inside [0, 1] and never has zero
-    width. With one task the standard error and interval are NaN.
+    width. When every trial passed (or none did) the formula's se is 0; the se reported is
+    then the standard deviation of the Jeffreys Beta behind the interval
+    (:func:`relsim.intervals.jeffreys_sd` over :math:`N`), never 0 beside a real interval.
+    With one task the standard error and interval are NaN.
 
     Parameters
     ----------
@@ -133,6 +136,8 @@ def effective_interval(
     if count < 2:
         return mean, np.nan, np.nan, np.nan
     se = float(np.sqrt(max(variance, mean * (1.0 - mean) / max_count)))
+    if se == 0:  # every trial passed, or none did: the Jeffreys interval's own spread, not 0
+        se = float(intervals.jeffreys_sd(mean, max_count))
     low, high = intervals.effective_count_interval(mean, variance, max_count, count, confidence)
     return mean, se, low, high
 
