@@ -429,9 +429,10 @@ def mover_difference(
             out = scale * np.sqrt(np.maximum(f * f + s * s - 2.0 * r * f * s, 0.0))
         return np.where(np.isinf(first) | np.isinf(second), np.inf, out)
 
-    difference = cand - base
-    low = difference - half(cand - cand_low, base_high - base)
-    high = difference + half(cand_high - cand, base - base_low)
+    with np.errstate(invalid="ignore"):  # infinite estimates: NaN, said by the caller
+        difference = cand - base
+        low = difference - half(cand - cand_low, base_high - base)
+        high = difference + half(cand_high - cand, base - base_low)
     if low.ndim == 0:
         return (float(low), float(high))
     return (low, high)

@@ -455,3 +455,93 @@ def test_inspect_score_values_become_success():
         _success("P", None, "s")
     with pytest.raises(TrialDataError, match="must be a score value"):
         _success({"a": 1}, None, "s")
+
+
+# ------------------------------------------- the intervals measured in tests/test_coverage.py
+
+
+def test_small_sample_intervals_follow_their_documented_formulas():
+    # the vectorised functions against the plain reference written from their docstrings
+    from relsim.evalstats import smallsample
+
+    rng = np.random.default_rng(8)
+    for _ in range(120):
+        tasks = int(rng.integers(2, 12))
+        n_a, n_b = rng.integers(1, 6, tasks), rng.integers(1, 6, tasks)
+        a = rng.binomial(n_a, rng.random(tasks)) / n_a
+        b = rng.binomial(n_b, rng.random(tasks)) / n_b
+        assert smallsample.paired_proportion_interval(a, b, n_a, n_b) == pytest.approx(
+            by_hand.paired_proportion(list(a), list(b), list(n_a), list(n_b)), abs=1e-12
+        )
+        trials = rng.integers(1, 6, tasks).astype(float)
+        values = np.exp(rng.normal(0, 1.5, tasks)) * trials * (rng.random(tasks) < 0.9)
+        assert smallsample.ratio_interval(values, trials) == pytest.approx(
+            by_hand.ratio(list(values), list(trials)), rel=1e-9
+        )
+        successes = rng.binomial(trials.astype(int), rng.random(tasks)).astype(float)
+        if successes.sum() > 0 and values.sum() > 0:
+            estimate, _, low, high = smallsample.cost_per_success_interval(
+                values, successes, trials
+            )
+            assert (estimate, low, high) == pytest.approx(
+                by_hand.cost_per_success(list(values), list(successes), list(trials)), rel=1e-9
+            )
+
+
+def two_versions(seed=3, tasks=12, trials=3):
+    """Two evals of the same tasks with success, cost and a heavy-tailed latency."""
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(0.3, 1.2, tasks)
+    frames = []
+    for shift in (0.0, 0.7):
+        success = rng.random((tasks, trials)) < special.expit(skill + shift)[:, None]
+        latency = np.exp(rng.normal(0, 1.2, (tasks, trials)) + 0.3 * skill[:, None])
+        frames.append(pd.DataFrame({
+            "task": np.repeat([f"t{i:02d}" for i in range(tasks)], trials),
+            "trial": np.tile(np.arange(1, trials + 1), tasks),
+            "success": success.ravel().astype(int),
+            "cost": (0.02 * latency).ravel(),
+            "latency": latency.ravel(),
+        }))
+    return frames
+
+
+def test_analyze_and_compare_report_exactly_the_measured_intervals():
+    from relsim.evalstats import smallsample
+
+    base, cand = two_versions()
+    totals = [frame.groupby("task", sort=False) for frame in (base, cand)]
+    result = quietly(evalstats.analyze, base, k=[1, 3])
+    latency = base.groupby("task", sort=False)["latency"].sum().to_numpy()
+    counts = base.groupby("task", sort=False).size().to_numpy().astype(float)
+    _, _, low, high = smallsample.ratio_interval(latency, counts)
+    assert result.metrics["latency"]["ci"] == pytest.approx((low, high))
+    won = base[base["success"] == 1].groupby("task", sort=False)
+    names = base["task"].unique()
+    won_latency = won["latency"].sum().reindex(names, fill_value=0).to_numpy()
+    won_count = won.size().reindex(names, fill_value=0).to_numpy().astype(float)
+    _, _, low, high = smallsample.ratio_interval(won_latency, won_count)
+    assert result.metrics["latency"]["ci_success"] == pytest.approx((low, high))
+    cost = totals[0]["cost"].sum().to_numpy()
+    successes = totals[0]["success"].sum().to_numpy().astype(float)
+    _, _, low, high = smallsample.cost_per_success_interval(cost, successes, counts)
+    assert result.cost_per_success["ci"] == pytest.approx((low, high))
+
+    compared = quietly(evalstats.compare, base, cand, k=[1, 3])
+    rates = [group["success"].mean().to_numpy() for group in totals]
+    difference, se, low, high = smallsample.paired_proportion_interval(*rates, 3, 3)
+    success = compared.quantities["success"]
+    assert (success["difference"], success["se"], *success["ci"]) == pytest.approx(
+        (difference, se, low, high)
+    )
+    hats = [group["success"].sum().to_numpy() for group in totals]
+    hats = [(h == 3).astype(float) for h in hats]  # pass^3 of three trials: all succeeded
+    _, _, low, high = smallsample.paired_proportion_interval(*hats, 3, 3, 3)
+    assert compared.quantities["pass^3"]["ci"] == pytest.approx((low, high))
+    sides = [(group["latency"].sum().to_numpy(), counts) for group in totals]
+    _, _, low, high = smallsample.paired_ratio_interval(*sides)
+    assert compared.quantities["latency"]["ci"] == pytest.approx((low, high))
+    sides = [(group["cost"].sum().to_numpy(), group["success"].sum().to_numpy().astype(float),
+              counts) for group in totals]
+    _, _, low, high = smallsample.paired_ratio_interval(*sides)
+    assert compared.quantities["cost_per_success"]["ci"] == pytest.approx((low, high))

@@ -272,12 +272,18 @@ def _range(pair, digits: int = 4) -> str:
     return f"[{low:.{digits}g}, {high:.{digits}g}]"
 
 
-def _print_notes(notes) -> None:
-    """Coverage notes, one line per note, naming the quantities it holds for."""
+def _print_notes(notes, metrics=()) -> None:
+    """Coverage notes, one line per note, naming the quantities it holds for (the metrics
+    together when the note holds for every one of them)."""
     grouped: dict[str, list[str]] = {}
     for label, note in notes.items():
         grouped.setdefault(note, []).append(label)
+    every = [f"{name}{suffix}" for name in metrics for suffix in ("", " per successful trial")]
     for note, labels in grouped.items():
+        if every and set(every) <= set(labels):
+            labels = ["every metric (per trial and per successful trial)"] + [
+                label for label in labels if label not in every
+            ]
         print(f"coverage     {', '.join(labels)}: {note}")
 
 
@@ -356,11 +362,12 @@ def run_analyze(args: argparse.Namespace) -> int:
         print(f"rate {name:<11} {_number(value['estimate']):>10}  {_range(value['ci'])}")
     if "cost_per_success" in out:
         cost = out["cost_per_success"]
-        shown = (
-            "infinite (no success)"
-            if cost["estimate"] is None
-            else f"{cost['estimate']:.6g}  95% CI {_range(cost['ci'])}"
-        )
+        if cost["estimate"] is not None:
+            shown = f"{cost['estimate']:.6g}  95% CI {_range(cost['ci'])}"
+        elif cost["ci"][0] is not None:
+            shown = f"infinite (no success; 95% CI from {_number(cost['ci'][0])})"
+        else:
+            shown = "infinite (no success)"
         print(f"cost per success  {shown}")
     if "categories" in out:
         print(f"\n{'failure category':<20} {'count':>5} {'share':>7}  {'95% CI':<18}  tasks")
@@ -411,12 +418,13 @@ def run_analyze(args: argparse.Namespace) -> int:
         else:
             outcome = f"no retry budget reaches {plan['target']:g}"
         print(f"plan         {plan['command']}: {outcome}")
-    _print_notes(result.coverage_notes)
+    _print_notes(result.coverage_notes, list(out["metrics"]))
     method = out["interval"]
     if method["method"] == "jeffreys":
         print(
             "intervals: 95%, clustered by task with the binomial floor, Jeffreys on effective "
-            "counts (success, pass@k, pass^k); ratio intervals for metrics"
+            "counts (success, pass@k, pass^k); skewness-corrected and log-scale ratio intervals "
+            "(metrics, rates, cost)"
         )
     else:
         print(

@@ -36,11 +36,14 @@ Conventions
   ``<where>: <key>: must be <allowed>, got <value>``.
 
 The parts, by concern: ``readers`` (CSV, JSONL, DataFrames; checks), ``inspect_logs``
-(Inspect eval logs), ``estimators`` (per-task table, success mean, pass@k and pass^k),
-``metrics`` (metric columns, rates, cost per success, failure categories), ``bootstrap``
-(the cluster bootstrap; its intervals live in :mod:`relsim.intervals`), ``analysis``
-(:func:`analyze`), ``comparison`` (:func:`compare`), ``power`` and ``report`` (the harness
-report, HTML or Markdown). Results are pandas objects or frozen result objects with
+(Inspect eval logs) and ``reducers`` (what an Inspect log's epoch reducer makes of its
+headline), ``estimators`` (per-task table, success mean, pass@k and pass^k), ``metrics``
+(metric columns, rates, cost per success, failure categories), ``smallsample`` (the intervals
+of paired differences and of ratios that hold on small harnesses) and ``coverage`` (their
+measured coverage, and the note given where it fell short of 95%), ``bootstrap`` (the cluster
+bootstrap; its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
+``comparison`` (:func:`compare`), ``power`` and ``report`` (the harness report, HTML or
+Markdown). Results are pandas objects or frozen result objects with
 ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one row). pandas and
 scipy are imported inside the functions that use them.
 """
