@@ -904,3 +904,15 @@ def test_power_holds_down_to_four_tasks_in_simulation(delta, baseline, trials, s
     normal = max(2, math.ceil((Z975 + Z80) ** 2 * variance / delta**2))
     if normal < tasks:
         assert empirical_power(normal) < 0.8 - 5 * se
+
+
+def test_se_beside_an_interval_is_never_zero_when_every_trial_passes_or_fails():
+    # the issue: se 0 printed beside a non-degenerate interval. Ten tasks x 5 trials, all
+    # passed: the se is the sd of the Jeffreys Beta(50.5, 0.5) behind the interval
+    everyone = trials_frame({f"t{i}": [1] * 5 for i in range(10)})
+    success = evalstats.analyze(everyone, [1]).success
+    a, b = 50.5, 0.5
+    assert success["se"] == pytest.approx(math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1))))
+    assert success["ci_low"] < 1 == success["ci_high"]
+    nobody = trials_frame({f"t{i}": [0] * 5 for i in range(10)})
+    assert evalstats.analyze(nobody, [1]).success["se"] == pytest.approx(success["se"])

@@ -545,3 +545,21 @@ def test_analyze_and_compare_report_exactly_the_measured_intervals():
               counts) for group in totals]
     _, _, low, high = smallsample.paired_ratio_interval(*sides)
     assert compared.quantities["cost_per_success"]["ci"] == pytest.approx((low, high))
+
+
+def test_a_column_of_zeros_gets_the_rule_of_three_not_a_point():
+    # the issue: an all-zero metric got [0, 0]. 10 tasks x 3 trials, no tool error at all:
+    # [0, -log(0.025) / (30 (z / t_9)^2)], the exact Poisson bound for no event, widened
+    frame = pd.DataFrame({"task": np.repeat([f"t{i}" for i in range(10)], 3),
+                          "trial": np.tile([1, 2, 3], 10), "success": 1, "tool_errors": 0})
+    result = quietly(evalstats.analyze, frame, k=[1])
+    errors = result.metrics["tool_errors"]
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, 9)
+    assert errors["mean"] == 0 and errors["ci"][0] == 0
+    assert errors["ci"][1] == pytest.approx(-math.log(0.025) / (30 * (z / t) ** 2))
+    assert errors["se"] > 0
+    # compared with itself: no difference, but not a zero-width interval either
+    same = quietly(evalstats.compare, frame, frame, k=[1]).quantities["tool_errors"]
+    assert same["difference"] == 0 and same["ci"][0] < 0 < same["ci"][1]
+    assert same["ci"] == pytest.approx((-errors["ci"][1], errors["ci"][1]))
+    assert same["p_value"] == 1.0

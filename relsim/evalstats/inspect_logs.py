@@ -113,7 +113,11 @@ def read_inspect_log(
             ) from None
         logs.append((file, log))
     several = len({log.eval.task for _, log in logs}) > 1
-    wanted = [metric] if isinstance(metric, str) else list(metric)
+    try:
+        wanted = [] if metric is None else [metric] if isinstance(metric, str) else list(metric)
+    except TypeError:
+        raise invalid("metric", "scorer names (or score, the success scorer's value)",
+                      metric) from None
     for column in wanted:
         if not isinstance(column, str) or column in ("task", "trial", "success", "line"):
             raise invalid("metric", "scorer names (or score, the success scorer's value)",
