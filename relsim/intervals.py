@@ -2,8 +2,10 @@ r"""Standard errors and confidence intervals, one home for every engine and esti
 
 The Monte Carlo engine reports binomial standard errors with Wilson intervals for its
 proportions and normal intervals for its means; the trial-data statistics (``evalstats``)
-take their standard errors and t intervals of means and their percentile and BCa bootstrap
-intervals from here, so one formula has one definition. Only the standard library is
+take their standard errors, Jeffreys intervals on effective counts, percentile and BCa
+bootstrap intervals, the MOVER combination of two intervals and the tests that intervals
+invert from here (and compose them in :mod:`relsim.evalstats.smallsample`), so one formula
+has one definition. Only the standard library is
 imported at module level; numpy and scipy inside the functions that need them.
 """
 
@@ -18,9 +20,13 @@ __all__ = [
     "binomial_se",
     "effective_count_interval",
     "holm",
+    "jeffreys_sd",
     "mean_se",
+    "mover_difference",
     "normal_interval",
+    "p_value_by_inversion",
     "percentile_interval",
+    "sign_test",
     "t_interval",
     "wilson",
 ]
@@ -253,12 +259,20 @@ def effective_count_interval(
     [0.653, 0.903]
     """
     import numpy as np
-    from scipy import stats
 
     estimate, variance, max_count, clusters = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (estimate, variance, max_count, clusters))
     )
-    scalar = estimate.ndim == 0
+    low, high = _effective_bounds(estimate, variance, max_count, clusters, 1.0 - confidence)
+    if estimate.ndim == 0:
+        return (float(low), float(high))
+    return (low, high)
+
+
+def _effective_bounds(estimate, variance, max_count, clusters, alpha):
+    """:func:`effective_count_interval` at level ``1 - alpha`` (arrays, broadcast)."""
+    import numpy as np
+
     theta = np.clip(estimate, 0.0, 1.0)
     spread = theta * (1.0 - theta)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -267,17 +281,9 @@ def effective_count_interval(
         count = np.where(total > 0, spread / total, max_count)
         usable = (clusters >= 2) & np.isfinite(theta)
         degrees = np.where(usable, clusters - 1.0, 1.0)
-        tail = 0.5 + confidence / 2
-        count = count * (stats.norm.ppf(tail) / stats.t.ppf(tail, degrees)) ** 2
-        successes = count * theta
-        shape_a, shape_b = successes + 0.5, count - successes + 0.5
-        low = np.where(theta > 0, stats.beta.ppf(1 - tail, shape_a, shape_b), 0.0)
-        high = np.where(theta < 1, stats.beta.ppf(tail, shape_a, shape_b), 1.0)
-    low = np.where(usable, np.minimum(low, theta), np.nan)
-    high = np.where(usable, np.maximum(high, theta), np.nan)
-    if scalar:
-        return (float(low), float(high))
-    return (low, high)
+        count = count * (_z(alpha) / _t(alpha, degrees)) ** 2
+        low, high = _jeffreys(count * theta, count, alpha)
+    return np.where(usable, low, np.nan), np.where(usable, high, np.nan)
 
 
 def holm(p_values: Any) -> Any:
@@ -302,3 +308,174 @@ def holm(p_values: Any) -> Any:
     scaled = np.minimum(1.0, (m - np.arange(m)) * values[order])
     out[order] = np.maximum.accumulate(scaled) if m else scaled
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# The parts of the small-sample intervals of relsim.evalstats.smallsample. They work at a level
+# alpha = 1 - confidence (not the confidence, which rounds to 1 for tiny alpha), so that
+# p_value_by_inversion can ask for intervals at any level, down to alpha = 1e-300.
+
+
+def _z(alpha: Any) -> Any:
+    """The normal quantile at 1 - alpha/2, from the lower tail (exact for tiny alpha)."""
+    from scipy import special
+
+    return -special.ndtri(alpha / 2)
+
+
+def _t(alpha: Any, degrees: Any) -> Any:
+    """Student's t quantile at 1 - alpha/2 with ``degrees`` (NaN below 1), from the lower tail."""
+    import numpy as np
+    from scipy import special
+
+    degrees = np.asarray(degrees, dtype=float)
+    safe = np.where(degrees >= 1, degrees, 1.0)
+    return np.where(degrees >= 1, -special.stdtrit(safe, alpha / 2), np.nan)
+
+
+def _jeffreys(successes: Any, trials: Any, alpha: Any) -> tuple[Any, Any]:
+    """The Jeffreys interval of (real) ``successes`` in ``trials``: the alpha/2 quantiles of
+    Beta(x + 1/2, n - x + 1/2), 0 below at x = 0 and 1 above at x = n; it holds the estimate."""
+    import numpy as np
+    from scipy import special
+
+    x, n = np.broadcast_arrays(np.asarray(successes, float), np.asarray(trials, float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # no trial at all (an effective count that a tiny alpha shrank to 0): anything
+        theta = np.where(n > 0, np.clip(x / n, 0.0, 1.0), 0.5)
+        shape_a, shape_b = x + 0.5, np.maximum(n - x, 0.0) + 0.5
+        low = special.betaincinv(shape_a, shape_b, alpha / 2)
+        high = special.betainccinv(shape_a, shape_b, alpha / 2)
+        # the inverses can fail (NaN) far in a tail: the mirror image, Beta(b, a), then
+        low = np.where(np.isnan(low), 1.0 - special.betainccinv(shape_b, shape_a, alpha / 2), low)
+        high = np.where(np.isnan(high), 1.0 - special.betaincinv(shape_b, shape_a, alpha / 2),
+                        high)
+        low = np.where((x > 0) & (n > 0), np.nan_to_num(low, nan=0.0), 0.0)
+        high = np.where((x < n) & (n > 0), np.nan_to_num(high, nan=1.0), 1.0)
+    return np.minimum(low, theta), np.maximum(high, theta)
+
+
+def jeffreys_sd(estimate: Any, count: Any) -> Any:
+    r"""The standard deviation of :math:`\mathrm{Beta}(x + 1/2, n - x + 1/2)`, :math:`x =
+    \hat\theta n`: the standard error reported beside a Jeffreys interval where the binomial
+    one, :math:`\sqrt{\hat\theta(1-\hat\theta)/n}`, is 0 (every trial passed, or none did).
+
+    Examples
+    --------
+    >>> round(float(jeffreys_sd(1.0, 50)), 4)  # 50 of 50: Beta(50.5, 0.5)
+    0.0137
+    """
+    import numpy as np
+
+    shape_a = np.asarray(estimate, float) * count + 0.5
+    shape_b = count - shape_a + 1.0
+    total = shape_a + shape_b
+    return np.sqrt(shape_a * shape_b / (total * total * (total + 1.0)))
+
+
+def sign_test(up: int, down: int) -> float:
+    r"""The exact two-sided sign test (McNemar's exact test) of ``up`` tasks that went
+    0 -> 1 against ``down`` that went 1 -> 0: :math:`\min(1, 2\,\Pr(X \le \min(u, d)))`,
+    :math:`X \sim \mathrm{Bin}(u + d, 1/2)`; 1 with no discordant task.
+
+    Examples
+    --------
+    >>> sign_test(4, 0)  # four tasks, all 0 -> 1: 2 / 2^4
+    0.125
+    """
+    from scipy import special
+
+    discordant = int(up) + int(down)
+    if discordant == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * special.bdtr(min(int(up), int(down)), discordant, 0.5)))
+
+
+def mover_difference(
+    base: Any, base_low: Any, base_high: Any, cand: Any, cand_low: Any, cand_high: Any,
+    correlation: Any = 0.0,
+) -> tuple[Any, Any]:
+    r"""An interval for ``cand - base`` from intervals of each (MOVER, Zou and Donner 2008):
+
+    .. math::
+
+        L = \hat\theta_c - \hat\theta_b - \sqrt{(\hat\theta_c - l_c)^2 + (u_b - \hat\theta_b)^2
+            - 2 r (\hat\theta_c - l_c)(u_b - \hat\theta_b)}
+
+    and :math:`U` likewise with the other ends; :math:`r` is the correlation of the two
+    estimates (paired evals share their tasks). It keeps each interval's asymmetry (a bound
+    near 0 or 1, a skewed metric), and an infinite end stays infinite.
+
+    Examples
+    --------
+    >>> [round(float(x), 4) for x in mover_difference(0.5, 0.4, 0.6, 0.7, 0.6, 0.8)]
+    [0.0586, 0.3414]
+    """
+    import numpy as np
+
+    arrays = np.broadcast_arrays(
+        *(np.asarray(v, float) for v in (base, base_low, base_high, cand, cand_low, cand_high,
+                                          correlation))
+    )
+    base, base_low, base_high, cand, cand_low, cand_high, r = arrays
+    r = np.clip(np.nan_to_num(r, nan=0.0), -1.0, 1.0)
+
+    def half(first, second):
+        # scaled by the larger excursion, so huge ones (1e200) neither overflow nor cancel
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            scale = np.maximum(np.abs(first), np.abs(second))
+            safe = np.where(scale > 0, scale, 1.0)
+            f, s = first / safe, second / safe
+            out = scale * np.sqrt(np.maximum(f * f + s * s - 2.0 * r * f * s, 0.0))
+        return np.where(np.isinf(first) | np.isinf(second), np.inf, out)
+
+    with np.errstate(invalid="ignore"):  # infinite estimates: NaN, said by the caller
+        difference = cand - base
+        low = difference - half(cand - cand_low, base_high - base)
+        high = difference + half(cand_high - cand, base - base_low)
+    if low.ndim == 0:
+        return (float(low), float(high))
+    return (low, high)
+
+
+def p_value_by_inversion(bounds: Any, null: float = 0.0) -> float:
+    r"""The two-sided p-value of the test an interval family inverts: the :math:`\alpha` at
+    which the :math:`1-\alpha` interval ``bounds(alpha)`` has ``null`` at an end (so ``p <
+    0.05`` exactly when the 95% interval excludes ``null``). 1 when the null stays inside as
+    the interval shrinks to its centre, 0 when it is outside even at :math:`\alpha =
+    10^{-300}`, NaN when the interval is."""
+    import numpy as np
+    from scipy.optimize import brentq
+
+    def distance(log_alpha: float) -> float:
+        low, high = bounds(math.exp(log_alpha))
+        return float(max(np.asarray(low) - null, null - np.asarray(high)))
+
+    def inward(log_alpha: float) -> float:  # an interval too wide to compute holds the null
+        value = distance(log_alpha)
+        return -1.0 if math.isnan(value) else value
+
+    smallest, largest = math.log(1e-300), math.log1p(-1e-6)
+    at_largest = distance(largest)
+    if math.isnan(at_largest):
+        return math.nan
+    if at_largest <= 0:
+        return 1.0
+    # bracket the root from the 5% level outwards (most p-values read are near it), then
+    # Brent's method inside the bracket
+    inside, outside = smallest, largest  # null inside the interval at inside, outside at outside
+    start = math.log(0.05)
+    if distance(start) > 0:
+        outside, step = start, 2.0
+        while outside - step > smallest and inward(outside - step) > 0:
+            outside, step = outside - step, step * 2
+        if outside - step <= smallest:
+            if inward(smallest) > 0:
+                return 0.0
+        else:
+            inside = outside - step
+    else:
+        inside = start
+    # log(alpha) to 1e-7: the p-value to a relative 1e-7, far finer than it is ever read
+    root = brentq(inward, inside, outside, xtol=1e-7, rtol=1e-12, maxiter=200)
+    return float(min(1.0, math.exp(root)))

@@ -24,6 +24,8 @@ from relsim.errors import RelsimError
 from relsim.evalstats import TrialDataWarning
 from relsim.evalstats.bootstrap import cluster_bootstrap
 
+import small_sample_by_hand as by_hand
+
 # Coverage tests run 400 seeded replications. For an interval with exact 95% coverage the number
 # of covering replications is Binomial(400, 0.95), sd sqrt(.95 * .05 / 400) = 0.0109. We accept
 # |rate - 0.95| <= 3.3 sd = 0.036: an exact interval would fail that about once in a thousand
@@ -216,11 +218,15 @@ def test_cost_per_success_is_total_cost_over_total_successes():
     tasks = trials_frame({"a": [1, 0], "b": [1, 1]}, cost=[0.5, 0.25, 1.0, 2.0])
     cost = evalstats.analyze(tasks, k=[1], replicates=100).cost_per_success
     assert cost["estimate"] == pytest.approx(3.75 / 3)
-    # clustered ratio: R = 1.25, u_a = (0.75 - 1.25) / 1.5, u_b = (3 - 2.5) / 1.5, se^2 = sum u^2 / 2
+    # clustered ratio: R = 1.25, u_a = (0.75 - 1.25) / 1.5, u_b = (3 - 2.5) / 1.5, se^2 = sum u^2 / 2;
+    # the success count's own: pooled 3/4 with se^2 = max(spread, 3/4 * 1/4 / 4 trials)
     se = math.sqrt(((0.5 / 1.5) ** 2 * 2) / 2)
-    assert cost["se"] == pytest.approx(se)
-    factor = math.exp(12.706204736174698 * se / 1.25)  # t(0.975, 1), from tables; log scale
-    assert cost["ci"] == pytest.approx((1.25 / factor, 1.25 * factor))
+    u_success = [(1 - 0.75 * 2) / 2, (2 - 0.75 * 2) / 2]
+    success_se = math.sqrt(max(sum(u * u for u in u_success) / 2, 0.75 * 0.25 / 4))
+    assert cost["se"] == pytest.approx(max(se, 1.25 * success_se / 0.75))
+    # the interval: cost per trial over success per trial on the log scale (the reference)
+    _, low, high = by_hand.cost_per_success([0.75, 3.0], [1, 2], [2, 2])
+    assert cost["ci"] == pytest.approx((low, high))
     none = trials_frame({"a": [0, 0], "b": [0, 0]}, cost=[1.0, 1.0, 1.0, 1.0])
     result = evalstats.analyze(none, k=[1], replicates=100)
     assert result.cost_per_success["estimate"] == math.inf
@@ -672,13 +678,18 @@ def test_compare_by_hand():
     # (.125 + 0 + 0 + .125) + (.021 + .048 + 0 + .021) = 0.34, / 16 -> se 0.1458 > 0.0816
     within = (0.25 / 2 * 2 + 0.21 / 10 * 2 + 0.24 / 5) / 16
     se = math.sqrt(max(paired_se**2, within))
-    t_stat = d.mean() / se
+    a, b = [0.5, 0.0, 1.0, 0.5], [0.7, 0.4, 1.0, 0.7]
+    _, _, low, high = by_hand.paired_proportion(a, b, [2, 2, 2, 2], [10, 5, 1, 10])
     assert result.tasks == 4
     assert result.baseline == pytest.approx(0.5) and result.candidate == pytest.approx(0.7)
     assert result.difference == pytest.approx(0.2) and result.se == pytest.approx(se)
-    t975_df3 = 3.182446305284263
-    assert result.ci == pytest.approx((0.2 - t975_df3 * se, 0.2 + t975_df3 * se))
-    assert result.p_value == pytest.approx(2 * stats.t.sf(t_stat, 3))
+    assert result.ci == pytest.approx((low, high))
+    assert low < 0 < high
+    # the p-value is the level at which the interval reaches 0: its (1 - p) interval ends at 0
+    p_value = result.p_value
+    assert 0.05 < p_value < 1
+    _, _, edge, _ = by_hand.paired_proportion(a, b, [2, 2, 2, 2], [10, 5, 1, 10], 1, 1 - p_value)
+    assert edge == pytest.approx(0.0, abs=1e-7)
     out = result.to_dict()
     assert {"tasks", "baseline", "candidate", "difference", "se", "ci", "p_value"} <= set(out)
     assert out["quantities"]["success"]["difference"] == pytest.approx(0.2)
@@ -691,8 +702,64 @@ def test_compare_by_hand():
     ]
     assert len(frame) == 1 and frame["tasks"].iat[0] == 4
     assert frame["se"].iat[0] == pytest.approx(se)
-    assert frame["ci_low"].iat[0] == pytest.approx(0.2 - t975_df3 * se)
-    assert frame["ci_high"].iat[0] == pytest.approx(0.2 + t975_df3 * se)
+    assert frame["ci_low"].iat[0] == pytest.approx(low)
+    assert frame["ci_high"].iat[0] == pytest.approx(high)
+
+
+def test_compare_zero_one_values_get_the_exact_sign_test_and_a_real_interval():
+    # the issue's case: four tasks, one trial each, all 0 -> 1
+    before = trials_frame({name: [0] for name in "abcd"})
+    after = trials_frame({name: [1] for name in "abcd"})
+    result = evalstats.compare(before, after)
+    assert result.difference == 1.0
+    assert result.p_value == pytest.approx(0.125)  # 2 * (1/2)^4, the exact sign test
+    _, se, low, high = by_hand.paired_proportion([0] * 4, [1] * 4, [1] * 4, [1] * 4)
+    assert result.ci == pytest.approx((low, high)) and low < 0 < high == 1.0
+    assert result.se == pytest.approx(se) and result.se > 0
+    # 9 up and 1 down in 10 tasks: the sign test, 2 P(X >= 9 | 10, 1/2) = 22 / 1024
+    base = trials_frame({f"t{i}": [0] for i in range(9)} | {"t9": [1]})
+    cand = trials_frame({f"t{i}": [1] for i in range(9)} | {"t9": [0]})
+    moved = evalstats.compare(base, cand)
+    assert moved.p_value == pytest.approx(22 / 1024)
+    assert moved.ci[0] > 0  # the interval agrees: it excludes 0
+    # pass^3 with three trials a task is 0 or 1 per task too: the sign test again
+    three = evalstats.compare(trials_frame({"a": [1, 1, 0], "b": [0, 1, 1], "c": [1, 0, 1]}),
+                              trials_frame({"a": [1, 1, 1], "b": [1, 1, 1], "c": [1, 1, 1]}),
+                              k=3)
+    assert three.quantities["pass^3"]["p_value"] == pytest.approx(0.25)  # 3 up: 2 / 8
+
+
+def by_hand_sign(a, b):
+    """The exact two-sided sign test of paired 0/1 values, from the binomial."""
+    up = sum(1 for x, y in zip(a, b) if x == 0 and y == 1)
+    down = sum(1 for x, y in zip(a, b) if x == 1 and y == 0)
+    if up + down == 0:
+        return 1.0
+    return min(1.0, 2 * stats.binom.cdf(min(up, down), up + down, 0.5))
+
+
+def test_compare_with_two_tasks_rejects_no_more_than_its_level():
+    # the issue: with 2 tasks under the null the old t-test rejected 12.2% at the 5% level
+    from relsim.evalstats.smallsample import (
+        paired_proportion_interval,
+        paired_proportion_p_value,
+    )
+
+    rng = np.random.default_rng(12)
+    p = rng.beta(2, 2, size=(2000, 2))
+    one = [rng.binomial(1, p), rng.binomial(1, p)]
+    p_values = [paired_proportion_p_value(a, b, 1, 1) for a, b in zip(*one)]
+    # at most two discordant tasks: the exact sign test's p is at least 0.5
+    assert min(p_values) >= 0.5
+    assert p_values == [by_hand_sign(a, b) for a, b in zip(*one)]
+    # three trials a task: the test the interval inverts rejects when 0 is outside
+    a, b = rng.binomial(3, p) / 3, rng.binomial(3, p) / 3
+    _, _, low, high = paired_proportion_interval(a, b, 3, 3)
+    assert np.mean((low > 0) | (high < 0)) <= 0.05
+    # and p < 0.05 exactly where the 95% interval leaves 0 out
+    for row in range(20):
+        p_value = paired_proportion_p_value(a[row], b[row], 3, 3)
+        assert (p_value < 0.05) == bool(low[row] > 0 or high[row] < 0)
 
 
 def test_compare_warns_about_unshared_tasks_and_uses_the_shared_ones():
@@ -722,8 +789,13 @@ def test_compare_degenerate_differences():
     assert constant.se == pytest.approx(math.sqrt(3 * 0.125 / 9))
     assert constant.ci[0] < 0.5 < constant.ci[1] <= 1.0  # and it stays inside [-1, 1]
     certain = trials_frame({"a": [1, 1], "b": [1, 1], "c": [1, 1]})
-    nothing = evalstats.compare(certain, certain)  # all certain: nothing to doubt
-    assert nothing.se == 0 and nothing.ci == (0.0, 0.0) and nothing.p_value == 1.0
+    nothing = evalstats.compare(certain, certain)  # all certain, nothing moved: still, six
+    # pairs of trials cannot rule out a change, so the interval keeps a width (the issue: no
+    # zero-width interval where every per-task value is 0 or 1)
+    assert nothing.difference == 0 and nothing.p_value == 1.0
+    assert nothing.se > 0 and nothing.ci[0] < 0 < nothing.ci[1]
+    _, se, low, high = by_hand.paired_proportion([1, 1, 1], [1, 1, 1], [2, 2, 2], [2, 2, 2])
+    assert (nothing.se, *nothing.ci) == pytest.approx((se, low, high))
     mixed = trials_frame({"a": [1, 1], "b": [1, 0], "c": [1, 1]})  # +0.5, 0, +0.5
     assert 0 < evalstats.compare(lower, mixed).p_value < 1
 
@@ -733,23 +805,57 @@ def test_compare_degenerate_differences():
 Z975, Z80 = 1.959963984540054, 0.8416212335729143  # normal quantiles, from tables
 
 
+def t_test_power(tasks, delta, variance, alpha=0.05):
+    """Power of the two-sided paired t-test from its definition, by quadrature: with
+    V ~ chi2(T-1)/(T-1), t = (Z + lambda)/sqrt(V), so P(t > c) = E[Phi(lambda - c sqrt(V))]
+    (and the lower tail likewise); independent of scipy's noncentral t."""
+    degrees = tasks - 1
+    critical = stats.t.isf(alpha / 2, degrees)
+    shift = abs(delta) * math.sqrt(tasks / variance)
+
+    def tail(u, sign):
+        root = math.sqrt(stats.chi2.ppf(u, degrees) / degrees)
+        return stats.norm.sf(critical * root - sign * shift)
+
+    upper = integrate.quad(tail, 0, 1, args=(1,), limit=200, epsabs=1e-12)[0]
+    lower = integrate.quad(tail, 0, 1, args=(-1,), limit=200, epsabs=1e-12)[0]
+    return upper + lower
+
+
+@pytest.mark.slow
 def test_tasks_needed_known_values():
-    # a 3-point gain over 70%, one trial per task: (z + z)^2 * (.21 + .73*.27) / .03^2 = 3550.3
-    assert evalstats.tasks_needed(0.03, 0.7) == math.ceil(
-        (Z975 + Z80) ** 2 * (0.21 + 0.73 * 0.27) / 0.03**2
-    )
-    assert evalstats.tasks_needed(0.03, 0.7) == 3551
-    # K = 10 trials, W = 0.05: (z + z)^2 * (0.0025 + (0.25 + 0.24) / 10) / 0.01 = 40.4
-    assert evalstats.tasks_needed(0.1, 0.5, trials_per_task=10, difference_sd=0.05) == 41
+    # a 3-point gain over 70%, one trial per task: the normal approximation says
+    # (z + z)^2 * (.21 + .73*.27) / .03^2 = 3550.3; the t-test needs 3553
+    normal = (Z975 + Z80) ** 2 * (0.21 + 0.73 * 0.27) / 0.03**2
+    assert math.ceil(normal) == 3551
+    assert evalstats.tasks_needed(0.03, 0.7) == 3553
+    variance = 0.21 + 0.73 * 0.27
+    assert t_test_power(3553, 0.03, variance) >= 0.8 > t_test_power(3552, 0.03, variance)
+    # K = 10 trials, W = 0.05: the normal approximation's 40.4 -> 41; the t-test needs 43
+    variance = 0.05**2 + (0.25 + 0.24) / 10
+    assert evalstats.tasks_needed(0.1, 0.5, trials_per_task=10, difference_sd=0.05) == 43
+    assert t_test_power(43, 0.1, variance) >= 0.8 > t_test_power(42, 0.1, variance)
     # a drop is detected like a gain with Q = P + D
-    assert evalstats.tasks_needed(-0.1, 0.6, trials_per_task=10, difference_sd=0.05) == 41
-    # alpha and power enter through the normal quantiles
-    z995, z90 = 2.5758293035489004, 1.2815515655446004
-    expected = math.ceil((z995 + z90) ** 2 * (0.25 + 0.24) / 0.01)
-    assert evalstats.tasks_needed(0.1, 0.5, alpha=0.01, power=0.9) == expected
+    assert evalstats.tasks_needed(-0.1, 0.6, trials_per_task=10, difference_sd=0.05) == 43
+    # alpha and power: 99% and 90%
+    tasks = evalstats.tasks_needed(0.1, 0.5, alpha=0.01, power=0.9)
+    assert tasks == 733
+    assert t_test_power(733, 0.1, 0.49, 0.01) >= 0.9 > t_test_power(732, 0.1, 0.49, 0.01)
     # nothing to estimate when both rates are certain: the two tasks a paired test needs
     assert evalstats.tasks_needed(1.0, 0.0) == 2
-    assert evalstats.tasks_needed(0.5, 0.5) >= 2
+    assert evalstats.tasks_needed(0.5, 0.5) == 10
+    assert t_test_power(10, 0.5, 0.25) >= 0.8 > t_test_power(9, 0.5, 0.25)
+
+
+@pytest.mark.slow
+def test_paired_power_is_the_t_test_power():
+    for tasks, delta, baseline, trials, sd in [(4, 0.5, 0.5, 5, 0.0), (30, 0.2, 0.3, 1, 0.1),
+                                               (2, 0.9, 0.05, 10, 0.0), (200, 0.05, 0.7, 3, 0.0)]:
+        variance = sd**2 + (baseline * (1 - baseline) + (baseline + delta) * (
+            1 - baseline - delta)) / trials
+        assert evalstats.paired_power(
+            tasks, delta, baseline, trials_per_task=trials, difference_sd=sd
+        ) == pytest.approx(t_test_power(tasks, delta, variance), abs=1e-8)
 
 
 def test_minimum_detectable_effect_inverts_tasks_needed():
@@ -799,3 +905,47 @@ def test_power_formula_delivers_its_power_in_simulation():
     assert abs(power - 0.8) <= 5 * se, power
     # negative control: half the tasks fall well short of the asked power
     assert empirical_power(tasks // 2) < 0.8 - 5 * se
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delta, baseline, trials, sd", [
+    (0.5, 0.5, 5, 0.0),  # 4 tasks
+    (0.6, 0.3, 3, 0.0),  # 5
+    (0.4, 0.5, 10, 0.1),  # 5
+    (0.2, 0.5, 5, 0.05),  # 28
+])
+def test_power_holds_down_to_four_tasks_in_simulation(delta, baseline, trials, sd):
+    # the model the power assumes: per-task differences with mean D and variance
+    # W^2 + (P(1-P) + Q(1-Q))/K, tested by the paired t-test; the issue measured 0.42 at the
+    # 4 tasks the normal approximation reported for 0.80
+    tasks = evalstats.tasks_needed(delta, baseline, trials_per_task=trials, difference_sd=sd)
+    other = baseline + delta
+    variance = sd**2 + (baseline * (1 - baseline) + other * (1 - other)) / trials
+    rng = np.random.default_rng(tasks)
+    experiments = 20000
+
+    def empirical_power(count_tasks):
+        d = delta + math.sqrt(variance) * rng.standard_normal((experiments, count_tasks))
+        t_stat = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(count_tasks))
+        return np.mean(np.abs(t_stat) > stats.t.ppf(0.975, count_tasks - 1))
+
+    se = math.sqrt(0.8 * 0.2 / experiments)
+    assert empirical_power(tasks) >= 0.8 - 5 * se  # the power asked, at the count reported
+    if tasks > 2:  # and the count is the least: one task fewer falls short
+        assert empirical_power(tasks - 1) < 0.8
+    # the old normal-approximation count falls short of the asked power at these sizes
+    normal = max(2, math.ceil((Z975 + Z80) ** 2 * variance / delta**2))
+    if normal < tasks:
+        assert empirical_power(normal) < 0.8 - 5 * se
+
+
+def test_se_beside_an_interval_is_never_zero_when_every_trial_passes_or_fails():
+    # the issue: se 0 printed beside a non-degenerate interval. Ten tasks x 5 trials, all
+    # passed: the se is the sd of the Jeffreys Beta(50.5, 0.5) behind the interval
+    everyone = trials_frame({f"t{i}": [1] * 5 for i in range(10)})
+    success = evalstats.analyze(everyone, [1]).success
+    a, b = 50.5, 0.5
+    assert success["se"] == pytest.approx(math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1))))
+    assert success["ci_low"] < 1 == success["ci_high"]
+    nobody = trials_frame({f"t{i}": [0] * 5 for i in range(10)})
+    assert evalstats.analyze(nobody, [1]).success["se"] == pytest.approx(success["se"])

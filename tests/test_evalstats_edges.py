@@ -42,14 +42,22 @@ def test_numeric_category_codes_with_empty_cells(tmp_path):
 
 
 def _smallest_tasks(delta, baseline, alpha, power):
-    """Brute force over T of the normal approximation's power,
-    Phi(sqrt(T) |D| / sd - z_{1-alpha/2}) >= power, sd^2 = P(1-P) + Q(1-Q) (one trial)."""
-    from scipy.stats import norm
+    """Brute force over T of the two-sided paired t-test's power (scipy's noncentral t, one
+    trial a task): P(|t'| > t_{1-alpha/2, T-1}), noncentrality sqrt(T) |D| / sd,
+    sd^2 = P(1-P) + Q(1-Q)."""
+    from scipy.stats import nct
+    from scipy.stats import t as student
 
     other = baseline + delta
     sd = math.sqrt(baseline * (1 - baseline) + other * (1 - other))
+
+    def achieved(tasks):
+        critical = student.isf(alpha / 2, tasks - 1)
+        shift = math.sqrt(tasks) * abs(delta) / sd
+        return nct.sf(critical, tasks - 1, shift) + nct.cdf(-critical, tasks - 1, shift)
+
     tasks = 2
-    while norm.cdf(math.sqrt(tasks) * abs(delta) / sd - norm.ppf(1 - alpha / 2)) < power:
+    while achieved(tasks) < power:
         tasks += 1
     return tasks
 
@@ -59,7 +67,7 @@ def test_tasks_needed_when_power_is_below_the_level():
 
     # the usual design, as a control of the brute force itself
     assert tasks_needed(0.1, 0.5) == _smallest_tasks(0.1, 0.5, 0.05, 0.8)
-    # z_{1-alpha/2} + z_power < 0: any two tasks already have the power asked for
+    # a power below the level: any two tasks already have the power asked for
     assert _smallest_tasks(0.1, 0.5, 0.6, 0.2) == 2
     assert tasks_needed(0.1, 0.5, alpha=0.6, power=0.2) == 2
     assert minimum_detectable_effect(2, 0.5, alpha=0.6, power=0.2) < 1e-6

@@ -10,9 +10,13 @@ failed. Inspect is an optional extra: a test simulates it missing.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
+import math
 import os
+import warnings
 
+import pandas as pd
 import pytest
 
 # Not importorskip: the test extra installs inspect-ai, and CI must run these tests.
@@ -90,6 +94,55 @@ def _run(log_dir, *, name, error_on=None, scorers=1):
     return logs[0].location
 
 
+# sample -> successes in its 4 epochs: 10 of 11 succeed at least once (Inspect's at_least_1
+# headline 10/11 = 0.909) and 26 of 44 epochs succeed (the mean, 0.591): the issue's log
+REDUCED = {f"s{i + 1:02d}": count for i, count in enumerate([4, 4, 4, 3, 3, 2, 2, 2, 1, 1, 0])}
+
+
+def _quality(sample_id, epoch):
+    """A numeric score (a model-graded quality, say): known here, not by relsim."""
+    return round(0.1 * epoch + 0.03 * int(sample_id[1:]), 6)
+
+
+def _run_reduced(log_dir, *, name, reducer):
+    """11 samples x 4 epochs scored by a C/I table and a numeric quality, reduced by
+    ``reducer`` (Inspect's ``Epochs(4, reducer)``)."""
+    from inspect_ai import Epochs, Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import Score, accuracy, mean, scorer
+
+    outputs = []
+    for _ in range(len(REDUCED) * 4):
+        output = ModelOutput.from_content("mockllm/model", "answer")
+        output.usage = ModelUsage(input_tokens=20, output_tokens=5, total_tokens=25)
+        outputs.append(output)
+    model = get_model("mockllm/model", custom_outputs=outputs)
+
+    @scorer(metrics=[accuracy()])
+    def table():
+        async def score(state, target):
+            return Score(value="C" if state.epoch <= REDUCED[state.sample_id] else "I")
+
+        return score
+
+    @scorer(metrics=[mean()])
+    def quality():
+        async def score(state, target):
+            return Score(value=_quality(state.sample_id, state.epoch))
+
+        return score
+
+    task = Task(
+        name=name,
+        dataset=[Sample(id=key, input="2 + 2?", target="4") for key in REDUCED],
+        scorer=[table(), quality()],
+        epochs=Epochs(4, reducer),
+    )
+    logs = eval(task, model=model, log_dir=str(log_dir), display="none", max_samples=1)
+    return logs[0].location
+
+
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
     root = tmp_path_factory.mktemp("inspect")
@@ -101,6 +154,9 @@ def logs(tmp_path_factory):
             "plain": _run(root / "plain", name="plain"),
             "errored": _run(root / "errored", name="errored", error_on="q3"),
             "two": _run(root / "two", name="two", scorers=2),
+            "reduced": _run_reduced(root / "reduced", name="reduced", reducer="at_least_1"),
+            "several": _run_reduced(root / "several", name="several",
+                                    reducer=["mean", "at_least_1", "pass_at_2", "mode"]),
         }
     finally:
         for key, value in saved.items():
@@ -205,3 +261,76 @@ def test_a_file_that_is_not_a_log(tmp_path):
     bogus.write_text('{"hello": 1}')
     with pytest.raises(evalstats.TrialDataError, match=rf"^{bogus}: log: must be an Inspect"):
         evalstats.analyze(bogus)
+
+
+def test_the_epoch_reducer_is_respected_and_named(logs, capsys):
+    # the issue: Epochs(4, "at_least_1") has Inspect's headline 0.909, and relsim said 0.591
+    # with no word; now it names the reducer, recomputes Inspect's number and says how the two
+    # differ
+    with pytest.warns(evalstats.TrialDataWarning, match="at_least_1") as record:
+        result = evalstats.analyze(logs["reduced"], scorer="table")
+    message = next(str(w.message) for w in record if "at_least_1" in str(w.message))
+    assert "pass@4" in message and "mean over trials" in message
+    assert result.success["mean"] == pytest.approx(26 / 44)
+    (entry,) = result.inspect
+    assert entry["reducer"] == "at_least_1" and entry["epochs"] == 4
+    assert entry["headline"]["accuracy"] == pytest.approx(10 / 11)  # Inspect's own number
+    assert entry["quantity"].startswith("pass@4")
+    assert entry["estimate"] == pytest.approx(entry["headline"]["accuracy"], abs=1e-12)
+    assert entry["ci"][0] < 10 / 11 <= entry["ci"][1]
+    # the k the reducer stands for is reported by default, the same number
+    out = result.to_dict()
+    assert out["pass_at_k"]["4"]["estimate"] == pytest.approx(10 / 11)
+    assert out["inspect"][0]["reducer"] == "at_least_1"
+    assert result.to_frame()["inspect_at_least_1_estimate"].iat[0] == pytest.approx(10 / 11)
+    code = main(["analyze", logs["reduced"], "--scorer", "table"])
+    captured = capsys.readouterr()
+    assert code == 0 and "at_least_1" in captured.err
+    assert "4 epochs reduced by at_least_1: Inspect's accuracy 0.9091 = pass@4" in captured.out
+
+
+def test_every_reducer_of_a_log_is_read_back(logs):
+    with warnings_quiet():
+        result = evalstats.analyze(logs["several"], scorer="table")
+    found = {entry["reducer"]: entry for entry in result.inspect}
+    assert set(found) == {"mean", "at_least_1", "pass_at_2", "mode"}
+    for name in ("mean", "at_least_1", "pass_at_2"):  # Inspect's number, recomputed
+        assert found[name]["estimate"] == pytest.approx(found[name]["headline"]["accuracy"],
+                                                        abs=1e-12)
+    assert found["mean"]["estimate"] == pytest.approx(26 / 44)
+    # pass@2 per sample, 1 - C(4 - c, 2) / C(4, 2), by hand
+    by_hand = [1 - math.comb(4 - c, 2) / math.comb(4, 2) for c in REDUCED.values()]
+    assert found["pass_at_2"]["estimate"] == pytest.approx(sum(by_hand) / len(by_hand))
+    assert found["mode"]["quantity"] is None  # named, with Inspect's headline, no equivalent
+
+
+def test_numeric_scores_are_metrics(logs, capsys):
+    values = [_quality(key, epoch) for key in REDUCED for epoch in range(1, 5)]
+    with warnings_quiet():
+        result = evalstats.analyze(logs["reduced"], scorer="table", metric="quality")
+    quality = result.metrics["quality"]
+    assert quality["mean"] == pytest.approx(sum(values) / len(values))
+    assert quality["ci"][0] < quality["mean"] < quality["ci"][1]
+    # the success scorer's own numeric value: "score", beside its thresholded success
+    with warnings_quiet():
+        scored = evalstats.analyze(logs["reduced"], scorer="quality", threshold=0.3,
+                                   metric=["score"])
+    assert scored.metrics["score"]["mean"] == pytest.approx(sum(values) / len(values))
+    assert scored.success["mean"] == pytest.approx(sum(v >= 0.3 for v in values) / len(values))
+    code = main(["compare", logs["reduced"], logs["reduced"], "--scorer", "table",
+                 "--metric", "quality", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["quantities"]["quality"]["difference"] == 0
+    with pytest.raises(evalstats.TrialDataError, match="metric: must be one of score, table"):
+        evalstats.analyze(logs["reduced"], scorer="table", metric="qualty")
+    with pytest.raises(RelsimError, match="^metric: must be given only with an Inspect eval log"):
+        evalstats.analyze(pd.DataFrame({"task": ["a", "b"], "trial": 1, "success": [1, 0]}),
+                          metric="score")
+
+
+@contextlib.contextmanager
+def warnings_quiet():
+    """TrialDataWarning silenced (what they say is tested where it is said)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", evalstats.TrialDataWarning)
+        yield

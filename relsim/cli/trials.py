@@ -122,6 +122,14 @@ def add_parser(subparsers) -> None:
         "--scorer", default=None, help="Inspect logs: the scorer whose value is success"
     )
     analyze.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="SCORER",
+        help="Inspect logs: report this scorer's numeric value as a metric column (score: "
+        "the success scorer's own value; repeatable)",
+    )
+    analyze.add_argument(
         "--report",
         default=None,
         metavar="FILE",
@@ -171,6 +179,14 @@ def add_parser(subparsers) -> None:
         "--scorer", default=None, help="Inspect logs: the scorer whose value is success"
     )
     compare.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="SCORER",
+        help="Inspect logs: compare this scorer's numeric value as a metric column (score: "
+        "the success scorer's own value; repeatable)",
+    )
+    compare.add_argument(
         "--report",
         default=None,
         metavar="FILE",
@@ -183,12 +199,14 @@ def add_parser(subparsers) -> None:
         "power",
         help="tasks needed to detect a difference, or the smallest detectable one",
         description=(
-            "tasks = ceil((z(1-alpha/2) + z(power))^2 * (W^2 + (P(1-P) + Q(1-Q))/K) / D^2), "
-            "Q = P + D. Assumes a paired design (both systems on the same tasks, K trials "
-            "each), independent tasks, binomial trials at rate P or Q on every task (tasks of "
-            "unequal difficulty make this conservative), W the sd of the true per-task "
-            "differences, and the normal approximation to the two-sided paired test. With "
-            "--tasks instead of --delta: the minimum detectable gain (mde)."
+            "tasks = the least T >= 2 at which the two-sided paired t-test (T - 1 degrees of "
+            "freedom) reaches the power asked, computed exactly from the noncentral t with "
+            "noncentrality |D| sqrt(T) / sigma, sigma^2 = W^2 + (P(1-P) + Q(1-Q))/K, Q = P + D. "
+            "Assumes a paired design (both systems on the same tasks, K trials each), "
+            "independent tasks, binomial trials at rate P or Q on every task (tasks of unequal "
+            "difficulty make this conservative) and W the sd of the true per-task differences. "
+            "With --tasks instead of --delta: the minimum detectable gain (mde). Both report "
+            "the power achieved."
         ),
     )
     effect = power.add_mutually_exclusive_group(required=True)
@@ -287,6 +305,21 @@ def _range(pair, digits: int = 4) -> str:
     return f"[{low:.{digits}g}, {high:.{digits}g}]"
 
 
+def _print_notes(notes, metrics=()) -> None:
+    """Coverage notes, one line per note, naming the quantities it holds for (the metrics
+    together when the note holds for every one of them)."""
+    grouped: dict[str, list[str]] = {}
+    for label, note in notes.items():
+        grouped.setdefault(note, []).append(label)
+    every = [f"{name}{suffix}" for name in metrics for suffix in ("", " per successful trial")]
+    for note, labels in grouped.items():
+        if every and set(every) <= set(labels):
+            labels = ["every metric (per trial and per successful trial)"] + [
+                label for label in labels if label not in every
+            ]
+        print(f"coverage     {', '.join(labels)}: {note}")
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
@@ -309,6 +342,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         rates=args.rate,
         category=args.category,
         infra_categories=args.infra_categories,
+        metric=args.metric,
     )
     _warn(result.warnings)
     if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
@@ -371,11 +405,12 @@ def run_analyze(args: argparse.Namespace) -> int:
         print(f"rate {name:<11} {_number(value['estimate']):>10}  {_range(value['ci'])}")
     if "cost_per_success" in out:
         cost = out["cost_per_success"]
-        shown = (
-            "infinite (no success)"
-            if cost["estimate"] is None
-            else f"{cost['estimate']:.6g}  95% CI {_range(cost['ci'])}"
-        )
+        if cost["estimate"] is not None:
+            shown = f"{cost['estimate']:.6g}  95% CI {_range(cost['ci'])}"
+        elif cost["ci"][0] is not None:
+            shown = f"infinite (no success; 95% CI from {_number(cost['ci'][0])})"
+        else:
+            shown = "infinite (no success)"
         print(f"cost per success  {shown}")
     if "categories" in out:
         print(f"\n{'failure category':<20} {'count':>5} {'share':>7}  {'95% CI':<18}  tasks")
@@ -397,6 +432,20 @@ def run_analyze(args: argparse.Namespace) -> int:
         print(f"ignored (not numeric): {', '.join(out['ignored_columns'])}")
     if "errors" in out:
         print(f"errored samples (not counted as failures): {out['errors']['count']}")
+    for entry in out.get("inspect") or ():
+        shown = ", ".join(f"{name} {value:.4g}" for name, value in entry["headline"].items())
+        line = (
+            f"inspect      {entry['scorer']}, {entry['epochs']} epochs reduced by "
+            f"{entry['reducer']}: Inspect's {shown or 'headline (none)'}"
+        )
+        if entry["quantity"] is not None:
+            line += (
+                f" = {entry['quantity']}: relsim {_value(entry['estimate'])} 95% CI "
+                f"{_interval(*entry['ci'])}"
+            )
+        else:
+            line += " (no relsim equivalent)"
+        print(line)
     if result.steps is not None:
         steps, plan = out["steps"], out["steps"]["plan"]
         print(
@@ -412,11 +461,13 @@ def run_analyze(args: argparse.Namespace) -> int:
         else:
             outcome = f"no retry budget reaches {plan['target']:g}"
         print(f"plan         {plan['command']}: {outcome}")
+    _print_notes(result.coverage_notes, list(out["metrics"]))
     method = out["interval"]
     if method["method"] == "jeffreys":
         print(
             "intervals: 95%, clustered by task with the binomial floor, Jeffreys on effective "
-            "counts (success, pass@k, pass^k); ratio intervals for metrics"
+            "counts (success, pass@k, pass^k); skewness-corrected and log-scale ratio intervals "
+            "(metrics, rates, cost)"
         )
     else:
         print(
@@ -442,6 +493,7 @@ def run_compare(args: argparse.Namespace) -> int:
         k=args.k,
         threshold=args.threshold,
         scorer=args.scorer,
+        metric=args.metric,
     )
     _warn(result.warnings)
     written = None
@@ -469,9 +521,13 @@ def run_compare(args: argparse.Namespace) -> int:
             f"{_number(value['p_value'], 3):>8} {_number(value['p_holm'], 3):>9}"
         )
     print(
-        f"{out['tested']} quantities tested: read p (Holm) when judging them together; "
-        "paired t-tests over tasks"
+        f"{out['tested']} quantities tested: read p (Holm) when judging them together; exact "
+        "sign tests where every per-task value is 0 or 1, else the test each interval inverts"
     )
+    _print_notes({
+        name: value["coverage_note"]
+        for name, value in out["quantities"].items() if "coverage_note" in value
+    })
     for path in written or ():
         print(f"report written: {path}")
     return EXIT_OK
@@ -495,10 +551,15 @@ def run_power(args: argparse.Namespace) -> int:
     }
     if args.delta is not None:
         tasks = evalstats.tasks_needed(args.delta, args.baseline, **common)
+        achieved = evalstats.paired_power(
+            tasks, args.delta, args.baseline, trials_per_task=args.trials_per_task,
+            alpha=args.alpha, difference_sd=args.difference_sd,
+        )
         out = {
             "tasks": tasks,
             "delta": args.delta,
             "candidate": args.baseline + args.delta,
+            "achieved_power": achieved,
             **settings,
         }
         if args.json:
@@ -507,15 +568,23 @@ def run_power(args: argparse.Namespace) -> int:
             print(
                 f"{tasks} tasks to detect {args.baseline:g} -> {args.baseline + args.delta:g} "
                 f"(delta {args.delta:+g}) with power {args.power:g} at alpha {args.alpha:g}, "
-                f"{args.trials_per_task} trial(s) per task"
+                f"{args.trials_per_task} trial(s) per task (paired t-test: power "
+                f"{achieved:.3f} at {tasks} tasks)"
             )
         return EXIT_OK
 
     mde = evalstats.minimum_detectable_effect(args.tasks, args.baseline, **common)
+    power_at_mde = None
+    if mde is not None:
+        power_at_mde = evalstats.paired_power(
+            args.tasks, mde, args.baseline, trials_per_task=args.trials_per_task,
+            alpha=args.alpha, difference_sd=args.difference_sd,
+        )
     out = {
         "mde": mde,
         "tasks": args.tasks,
         "candidate": None if mde is None else args.baseline + mde,
+        "achieved_power": power_at_mde,
         **settings,
     }
     if args.json:
@@ -529,6 +598,6 @@ def run_power(args: argparse.Namespace) -> int:
         print(
             f"minimum detectable gain with {args.tasks} tasks: {mde:.4g} "
             f"({args.baseline:g} -> {args.baseline + mde:.6g}) with power {args.power:g} at "
-            f"alpha {args.alpha:g}, {args.trials_per_task} trial(s) per task"
+            f"alpha {args.alpha:g}, {args.trials_per_task} trial(s) per task (paired t-test)"
         )
     return EXIT_OK if mde is not None else EXIT_INFEASIBLE

@@ -29,7 +29,8 @@ Conventions
   :func:`pass_k`). At least :data:`MIN_REPLICATES` replicates are required, and a k with
   fewer than two eligible tasks gets no interval (NaN), as the success mean gets none with
   one task: resampling one task cannot show how tasks vary.
-- **Power**: a normal approximation for a paired design (see :func:`tasks_needed`).
+- **Power**: the exact power of the two-sided paired t-test, from the noncentral t (see
+  :func:`paired_power` and :func:`tasks_needed`).
 - **Bad input** raises :class:`TrialDataError` for the data (naming the file, line and
   column) and :class:`relsim.errors.RelsimError` for an argument, both in the one format
   ``<where>: <key>: must be <allowed>, got <value>``.
@@ -37,8 +38,11 @@ Conventions
 The parts, by concern, bottom up: ``_common`` (the error, the warning, shared checks),
 ``_frames`` (the checked trials frame every reader builds), ``inspect_logs`` (Inspect eval
 logs), ``readers`` (CSV, JSONL, DataFrames, and the one dispatcher over every source),
+``reducers`` (what an Inspect log's epoch reducer makes of its headline),
 ``estimators`` (per-task table, success mean, pass@k and pass^k), ``metrics`` (metric
-columns, rates, cost per success, failure categories), ``bootstrap`` (the cluster bootstrap;
+columns, rates, cost per success, failure categories), ``smallsample`` (the intervals of
+paired differences and of ratios that hold on small harnesses), ``coverage`` (their measured
+coverage, and the note given where it fell short of 95%), ``bootstrap`` (the cluster bootstrap;
 its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
 ``comparison`` (:func:`compare`) and ``power``. The harness report that shows an analysis or
 a comparison is a view, in :mod:`relsim.report.eval`. Results are pandas objects or frozen
@@ -59,7 +63,12 @@ from relsim.evalstats.comparison import Comparison, compare
 from relsim.evalstats.estimators import DEFAULT_K, pass_k, per_task, success_rate
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
-from relsim.evalstats.power import MIN_TASKS, minimum_detectable_effect, tasks_needed
+from relsim.evalstats.power import (
+    MIN_TASKS,
+    minimum_detectable_effect,
+    paired_power,
+    tasks_needed,
+)
 from relsim.evalstats.readers import (
     MAX_FILE_BYTES,
     MAX_STEPS,
@@ -86,6 +95,7 @@ __all__ = [
     "analyze",
     "compare",
     "minimum_detectable_effect",
+    "paired_power",
     "pass_k",
     "per_task",
     "read_inspect_log",

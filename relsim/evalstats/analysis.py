@@ -25,6 +25,7 @@ from relsim.evalstats.estimators import (
 )
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
 from relsim.evalstats.readers import load_trials
+from relsim.evalstats.reducers import reducer_ks, reducer_summary
 from relsim.results import jsonable, one_row
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,6 +70,12 @@ class TrialAnalysis:
     errors : dict or None
         Inspect logs: samples that errored (``count`` and the first ``samples``), reported
         apart and not counted as failures.
+    inspect : list of dict or None
+        Inspect logs: for each log and epoch reducer of the scorer, Inspect's own
+        ``headline`` metrics, the ``quantity`` the reducer stands for and relsim's
+        ``estimate``, ``se`` and ``ci`` of it from the trials (see
+        :mod:`relsim.evalstats.reducers`); relsim's ``success`` is always the mean over
+        trials (Inspect's ``mean`` reducer).
     steps : dict or None
         With a ``steps`` column: ``mean`` (mean over tasks of each task's mean steps),
         ``per_step_success`` (``success.mean ** (1 / plan["steps"])``, with ``plan["steps"]``
@@ -84,6 +91,12 @@ class TrialAnalysis:
         What was read (a path, or ``"trials"`` for a DataFrame).
     warnings : tuple of str
         What was warned about (also issued as :class:`TrialDataWarning`).
+    coverage_notes : dict
+        Where an interval's coverage was measured below 95% at about this many tasks and
+        trials (:func:`relsim.evalstats.coverage.coverage_note`), the note, keyed
+        ``success``, ``pass@k``/``pass^k``, ``<metric>``, ``<metric> per successful trial``,
+        ``rate <a/b>``, ``cost_per_success``; each also appears as ``coverage_note`` beside
+        its quantity in :meth:`to_dict`.
     """
 
     tasks: int
@@ -98,6 +111,7 @@ class TrialAnalysis:
     infrastructure: dict[str, Any] | None = None
     ignored_columns: tuple[str, ...] = ()
     errors: dict[str, Any] | None = None
+    inspect: list[dict[str, Any]] | None = None
     steps: dict[str, Any] | None = None
     replicates: int = DEFAULT_REPLICATES
     seed: int | np.random.SeedSequence | None = None
@@ -105,6 +119,7 @@ class TrialAnalysis:
     interval: str = "jeffreys"
     source: str = "trials"
     warnings: tuple[str, ...] = ()
+    coverage_notes: dict[str, str] = field(default_factory=dict)
 
     def per_task_records(self) -> list[dict[str, Any]]:
         """The per-task table as ``[{task, trials, successes, p, pass_at_k: {k: v},
@@ -138,6 +153,9 @@ class TrialAnalysis:
                 "ci": [self.success["ci_low"], self.success["ci_high"]],
             },
         }
+        notes = self.coverage_notes
+        if "success" in notes:
+            out["success"]["coverage_note"] = notes["success"]
         for metric in ("pass_at_k", "pass_hat_k"):
             rows = self.pass_k.loc[metric]
             out[metric] = {
@@ -149,6 +167,10 @@ class TrialAnalysis:
                 }
                 for k, row in rows.iterrows()
             }
+            label = "pass@" if metric == "pass_at_k" else "pass^"
+            for k, entry in out[metric].items():
+                if f"{label}{k}" in notes:
+                    entry["coverage_note"] = notes[f"{label}{k}"]
         if per_task:
             out["per_task"] = self.per_task_records()
         out["metrics"] = {
@@ -160,15 +182,25 @@ class TrialAnalysis:
             }
             for name, value in self.metrics.items()
         }
+        for name, entry in out["metrics"].items():
+            for key, suffix in (("coverage_note", ""),
+                                ("coverage_note_success", " per successful trial")):
+                if f"{name}{suffix}" in notes:
+                    entry[key] = notes[f"{name}{suffix}"]
         out["rates"] = {
             name: {"estimate": value["estimate"], "ci": list(value["ci"])}
             for name, value in self.rates.items()
         }
+        for name, entry in out["rates"].items():
+            if f"rate {name}" in notes:
+                entry["coverage_note"] = notes[f"rate {name}"]
         if self.cost_per_success is not None:
             out["cost_per_success"] = {
                 "estimate": self.cost_per_success["estimate"],
                 "ci": list(self.cost_per_success["ci"]),
             }
+            if "cost_per_success" in notes:
+                out["cost_per_success"]["coverage_note"] = notes["cost_per_success"]
         if self.categories is not None:
             out["categories"] = {
                 name: {**value, "ci": list(value["ci"])} for name, value in self.categories.items()
@@ -178,6 +210,8 @@ class TrialAnalysis:
         out["ignored_columns"] = list(self.ignored_columns)
         if self.errors is not None:
             out["errors"] = self.errors
+        if self.inspect is not None:
+            out["inspect"] = self.inspect
         if self.steps is not None:
             out["steps"] = self.steps
         seed: Any = self.seed
@@ -223,6 +257,14 @@ class TrialAnalysis:
             }
         if "errors" in record:
             record["errors"] = {"count": record["errors"]["count"]}
+        if "inspect" in record:  # one column group per log and reducer
+            several = len({entry["log"] for entry in record["inspect"]}) > 1
+            record["inspect"] = {
+                (f"{i}_" if several else "") + entry["reducer"]: {
+                    key: entry[key] for key in ("headline", "quantity", "estimate", "ci")
+                }
+                for i, entry in enumerate(record["inspect"])
+            }
         return one_row(record)
 
 
@@ -240,6 +282,7 @@ def analyze(
     rates: Iterable[str] = (),
     category: str | None = None,
     infra_categories: Iterable[str] = DEFAULT_INFRA_CATEGORIES,
+    metric: str | Iterable[str] = (),
 ) -> TrialAnalysis:
     r"""Analyze a table of trials: success, pass@k, pass^k per task and overall, metrics,
     rates, cost per success, failure categories, implied step success.
@@ -270,6 +313,10 @@ def analyze(
         Words naming infrastructure noise rather than the agent's failures: a category
         whose name contains one of them (case-insensitive; ``env_timeout`` for ``timeout``)
         is infrastructure, and success is also reported without those trials.
+    metric : str or iterable of str
+        Inspect logs: scorers whose values become metric columns (``"score"``: the success
+        scorer's own value), reported like any numeric column (see
+        :func:`read_inspect_log`).
 
     Returns
     -------
@@ -303,12 +350,16 @@ def analyze(
     from relsim.evalstats import metrics as metric_tools
 
     seed_sequence, seed_value = check_seed(seed)
-    frame = load_trials(trials, threshold, scorer)
+    frame = load_trials(trials, threshold, scorer, metric)
     if not (is_real(target) and 0.0 < target <= 1.0):
         raise invalid("target", "in (0, 1]", target)
     tasks = per_task(frame)
     largest = int(tasks["trials"].max())
-    ks = check_k(default_k(largest) if k is None else k, largest)
+    if k is None:
+        # the defaults, and the k an Inspect log's epoch reducer stands for (pass@4 for
+        # Epochs(4, "at_least_1"))
+        k = sorted(set(default_k(largest)) | {v for v in reducer_ks(frame) if v <= largest})
+    ks = check_k(k, largest)
     with_one = sorted(set(ks) | {1})
     table, messages = pass_k_table(
         tasks, with_one, replicates=replicates, seed=seed_sequence, confidence=confidence,
@@ -370,6 +421,9 @@ def analyze(
             "itself failed, not the agent): left out of every number, not counted as failures"
         )
 
+    inspect, notes = reducer_summary(frame, tasks, float(success["mean"]), confidence)
+    messages.extend(notes)
+
     steps = None
     if "steps" in frame:
         mean_steps = float(tasks["steps"].mean())
@@ -378,6 +432,7 @@ def analyze(
             **_steps_plan(float(success["mean"]), max(1, math.floor(mean_steps + 0.5)), target),
         }
 
+    coverage_notes = _coverage_notes(tasks, ks, metrics, rate_values, cost)
     for message in messages:
         warnings.warn(message, TrialDataWarning, stacklevel=2)
     return TrialAnalysis(
@@ -393,6 +448,7 @@ def analyze(
         infrastructure=infrastructure,
         ignored_columns=ignored,
         errors=errors,
+        inspect=inspect,
         steps=steps,
         replicates=int(replicates),
         # what reproduces the draws: the SeedSequence as given (its spawn key too), else the
@@ -402,7 +458,41 @@ def analyze(
         interval=interval,
         source=str(frame.attrs.get("relsim_source", "trials")),
         warnings=tuple(messages),
+        coverage_notes=coverage_notes,
     )
+
+
+def _coverage_notes(
+    tasks: pd.DataFrame,
+    ks: list[int],
+    metrics: dict[str, Any],
+    rates: dict[str, Any],
+    cost: dict[str, Any] | None,
+) -> dict[str, str]:
+    """The coverage notes of this eval's intervals, by quantity (see
+    :func:`relsim.evalstats.coverage.coverage_note`)."""
+    from relsim.evalstats.coverage import coverage_note
+
+    count, trials = len(tasks), float(tasks["trials"].median())
+    wanted = {"success": "success"}
+    for k in ks:
+        if k > 1:
+            wanted[f"pass@{k}"] = "pass@k"
+            wanted[f"pass^{k}"] = "pass^k"
+    for name in metrics:
+        wanted[name] = "metric"
+        wanted[f"{name} per successful trial"] = "metric per success"
+    for name in rates:
+        wanted[f"rate {name}"] = "rate"
+    if cost is not None:
+        wanted["cost_per_success"] = "cost per success"
+    notes = {}
+    if count >= 2:
+        for label, quantity in wanted.items():
+            note = coverage_note(quantity, count, trials)
+            if note is not None:
+                notes[label] = note
+    return notes
 
 
 def _pass_at_1(table: pd.DataFrame) -> pd.Series:

@@ -1,27 +1,31 @@
 r"""``compare``: a paired comparison of two evals on the tasks they share, on every quantity.
 
-Each quantity is compared task by task. For the success rate, pass@k and pass^k the per-task
-values are the unbiased estimates (docs/model.md section 2) and the difference is the mean of
-the per-task differences :math:`d_i`; for cost per success and the mean of a metric column
-(ratios of per-task totals, see :mod:`relsim.evalstats.metrics`) the difference of the two
-ratios, with each task's linearised contribution :math:`u_i` as its value. Over the
-:math:`T` shared tasks (eligible in both, for pass@k: at least k trials in each),
+Each quantity is compared task by task, over the :math:`T` shared tasks (eligible in both; for
+pass@k, at least k trials in each), with an interval built to hold down to a few tasks
+(:mod:`relsim.evalstats.smallsample`; coverage measured in ``tests/test_coverage.py`` and
+tabled in the README):
 
-.. math::
+- **success, pass@k, pass^k**: the per-task values are the unbiased estimates (docs/model.md
+  section 2) and the difference is the mean of the per-task differences
+  :math:`d_i = b_i - a_i`. Its interval treats the movement up, :math:`\overline{b(1-a)}`,
+  and down, :math:`\overline{a(1-b)}`, as proportions seen in an effective number of paired
+  draws (the paired variance :math:`s_d^2/T`, never below the binomial noise within the
+  tasks, capped by the pairs of trials there are, with :math:`T-1` degrees of freedom) and
+  combines their Jeffreys intervals
+  (:func:`relsim.evalstats.smallsample.paired_proportion_interval`): it never has zero
+  width, even when every per-task value is 0 or 1. The p-value is the exact sign test
+  (McNemar's) when every per-task value is 0 or 1 (four tasks that all went 0 -> 1: 0.125),
+  else the level at which the interval first excludes 0, so ``p < 0.05`` exactly when the
+  95% interval excludes 0.
+- **cost per success and the mean of each metric column** (ratios of per-task totals, see
+  :mod:`relsim.evalstats.metrics`): each eval's ratio keeps its own interval (skewness and
+  heavy tails, the rule of three for a column of zeros, the success count's uncertainty for
+  the cost per success) and the two are combined with the correlation of their linearised
+  contributions (:func:`relsim.evalstats.smallsample.paired_ratio_interval`); the p-value
+  inverts that interval.
 
-    \mathrm{se}^2 = \max\Bigl(\frac{s_d^2}{T},\ \frac{1}{T^2}\sum_i \bigl(w^{A}_i + w^{B}_i\bigr)
-    \Bigr), \qquad w_i = \frac{k\,\hat v_i(1-\hat v_i)}{n_i}, \qquad
-    \bar d \pm t_{(1+\gamma)/2,\,T-1}\,\mathrm{se}, \qquad
-    p = 2\,\Pr(t_{T-1} > |\bar d| / \mathrm{se})
-
-:math:`s_d^2/T` is the paired t-test's variance; :math:`w_i` is a floor from the binomial noise
-within each task (the trials of the two evals are independent given the task), so two evals
-whose tasks all moved by the same amount do not get a zero-width interval (for ``k > 1``
-it treats the :math:`n_i/k` disjoint groups of k trials as the draws, a conservative floor;
-when every task is certain in both evals, all 0 or all 1, it is 0 and so is the interval's
-width: nothing was seen to vary). For proportions
-the interval is cut to [-1, 1]. With several quantities compared, each p-value is reported
-with Holm's adjustment for the number tested (:func:`relsim.intervals.holm`).
+With several quantities compared, each p-value is reported with Holm's adjustment for the
+number tested (:func:`relsim.intervals.holm`).
 """
 
 from __future__ import annotations
@@ -60,16 +64,20 @@ class Comparison:
     difference : float
         ``candidate - baseline`` (success).
     se : float
-        Its standard error (see :mod:`relsim.evalstats.comparison`).
+        Its standard error (see :mod:`relsim.evalstats.comparison`; never 0 beside an
+        interval of positive width).
     ci : (float, float)
-        ``difference -/+ t((1+confidence)/2, tasks-1) * se``, within [-1, 1].
+        Its interval at ``confidence``, within [-1, 1].
     p_value : float
-        Two-sided paired t-test of the success difference (not adjusted).
+        Two-sided p-value of the success difference (not adjusted): the exact sign test when
+        every per-task value is 0 or 1, else the test the interval inverts.
     quantities : dict
         Every quantity compared (``success``, ``pass@k``, ``pass^k`` for each k,
         ``cost_per_success``, each metric column shared by both): ``tasks``, ``baseline``,
         ``candidate``, ``difference``, ``se``, ``ci``, ``p_value`` and ``p_holm`` (Holm's
-        adjustment over the ``tested`` quantities).
+        adjustment over the ``tested`` quantities), and ``coverage_note`` where the
+        interval's coverage was measured below 95% at about this size
+        (:func:`relsim.evalstats.coverage.coverage_note`).
     tested : int
         How many quantities were compared (the family Holm's adjustment is over).
     per_task : pandas.DataFrame
@@ -130,12 +138,14 @@ def compare(
     threshold: float | None = None,
     scorer: str | None = None,
     confidence: float = 0.95,
+    metric: str | Iterable[str] = (),
 ) -> Comparison:
     r"""Paired comparison of two evals on the tasks both share, on every quantity.
 
     See :mod:`relsim.evalstats.comparison` for the formulas: the success difference is the
-    mean over shared tasks of :math:`d_i = \hat q_i - \hat p_i` with a paired t interval whose
-    variance never falls below the binomial noise within the tasks.
+    mean over shared tasks of :math:`d_i = \hat q_i - \hat p_i`, with an interval that holds
+    down to a few tasks and never has zero width, and the exact sign test's p-value when
+    every per-task value is 0 or 1.
 
     Parameters
     ----------
@@ -150,6 +160,9 @@ def compare(
         Inspect logs: the scorer whose value is success.
     confidence : float
         In (0, 1).
+    metric : str or iterable of str
+        Inspect logs: scorers whose values become metric columns (``"score"``: the success
+        scorer's own value), compared like any numeric column.
 
     Returns
     -------
@@ -173,7 +186,7 @@ def compare(
     import pandas as pd
 
     check_confidence(confidence)
-    frames = [load_trials(source, threshold, scorer) for source in (baseline, candidate)]
+    frames = [load_trials(source, threshold, scorer, metric) for source in (baseline, candidate)]
     tables = [per_task(frame) for frame in frames]
     base, cand = tables
     shared = base.index.intersection(cand.index, sort=False)
@@ -227,16 +240,12 @@ def compare(
         return y, x
 
     if "cost" in frames[0] and "cost" in frames[1]:
-        pairs = []
-        for frame, code in zip(frames, codes):
-            keep = code >= 0
-            y = task_sums(code[keep], len(shared), frame["cost"].to_numpy(dtype=float)[keep])
-            x = np.bincount(
-                code[keep], weights=frame["success"].to_numpy(dtype=float)[keep],
-                minlength=len(shared),
-            )
-            pairs.append((y, x))
-        quantities["cost_per_success"] = _paired_ratio(pairs, confidence)
+        from relsim.evalstats.metrics import cost_totals
+
+        quantities["cost_per_success"] = _paired_ratio(
+            [cost_totals(frame, code, len(shared)) for frame, code in zip(frames, codes)],
+            confidence,
+        )
     shared_metrics = [
         name
         for name in frames[0].attrs.get("relsim_metrics", [])
@@ -246,6 +255,17 @@ def compare(
         pairs = [totals(frame, code, name) for frame, code in zip(frames, codes)]
         quantities[name] = _paired_ratio(pairs, confidence)
 
+    from relsim.evalstats.coverage import coverage_note
+
+    trials = float(np.median(np.minimum(n_a, n_b)))
+    for name, quantity in quantities.items():
+        kind = "metric" if name not in ("success", "cost_per_success") and not name.startswith(
+            "pass") else name.replace("_", " ")
+        if name.startswith("pass"):
+            kind = name[:5] + "k"
+        note = coverage_note(f"{kind} difference", quantity["tasks"], trials)
+        if note is not None:
+            quantity["coverage_note"] = note
     adjusted = intervals.holm([quantity["p_value"] for quantity in quantities.values()])
     for quantity, holm_value in zip(quantities.values(), adjusted):
         quantity["p_holm"] = float(holm_value)
@@ -274,25 +294,14 @@ def compare(
     )
 
 
-def _t_test(
-    difference: float, se: float, count: int, confidence: float, bounds: tuple[float, float]
-) -> tuple[tuple[float, float], float]:
-    """The t interval (cut to ``bounds``) and two-sided p-value of a paired difference."""
-    from scipy import stats
-
-    if not (math.isfinite(difference) and math.isfinite(se)):
-        return (math.nan, math.nan), math.nan
-    if se <= 0:  # no spread and no noise to floor it: the point, and no doubt
-        return (difference, difference), (1.0 if difference == 0 else 0.0)
-    half = float(stats.t.ppf(0.5 + confidence / 2, count - 1)) * se
-    low, high = max(bounds[0], difference - half), min(bounds[1], difference + half)
-    p_value = float(2 * stats.t.sf(abs(difference) / se, count - 1))
-    return (low, high), p_value
-
-
 def _paired_proportion(
     a: np.ndarray, b: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, k: int, confidence: float
 ) -> dict[str, Any]:
+    from relsim.evalstats.smallsample import (
+        paired_proportion_interval,
+        paired_proportion_p_value,
+    )
+
     both = ~np.isnan(a) & ~np.isnan(b)
     count = int(both.sum())
     out: dict[str, Any] = {"tasks": count}
@@ -300,45 +309,25 @@ def _paired_proportion(
         return {**out, "baseline": math.nan, "candidate": math.nan, "difference": math.nan,
                 "se": math.nan, "ci": (math.nan, math.nan), "p_value": math.nan}
     a, b, n_a, n_b = a[both], b[both], n_a[both], n_b[both]
-    d = b - a
-    mean = float(d.mean())
-    within = float(np.sum(k * a * (1 - a) / n_a + k * b * (1 - b) / n_b)) / count**2
-    spread = float(d.var(ddof=1)) / count
-    # the paired t variance, unless rounding left a spread of zero's dust
-    spread = 0.0 if spread <= 1e-24 * max(1.0, mean * mean) else spread
-    se = math.sqrt(max(spread, within))
-    ci, p_value = _t_test(mean, se, count, confidence, (-1.0, 1.0))
+    difference, se, low, high = paired_proportion_interval(a, b, n_a, n_b, k, confidence)
+    p_value = paired_proportion_p_value(a, b, n_a, n_b, k)
     return {**out, "baseline": float(a.mean()), "candidate": float(b.mean()),
-            "difference": mean, "se": se, "ci": ci, "p_value": p_value}
+            "difference": difference, "se": se, "ci": (low, high), "p_value": p_value}
 
 
-def _paired_ratio(pairs: list[tuple[np.ndarray, np.ndarray]], confidence: float) -> dict[str, Any]:
-    """Difference of two ratios of per-task totals, paired by task through their
-    linearised contributions ``u_i = (Y_i - R X_i) / mean(X)``."""
-    estimates, contributions = [], []
-    # every shared task counts, those with X_i = 0 too: a task with no success still spent
-    # its cost (u_i = Y_i / mean(X) there)
-    used = np.ones(len(pairs[0][0]), dtype=bool)
-    count = int(used.sum())
-    for y, x in pairs:
-        y, x = y[used], x[used]
-        total = float(x.sum())
-        if total == 0:
-            estimates.append(math.inf if float(y.sum()) else math.nan)
-            contributions.append(np.full(count, np.nan))
-            continue
-        scale = float(np.max(np.abs(y))) if np.any(y) else 1.0
-        ratio = float((y / scale).sum()) / total
-        estimates.append(ratio * scale)
-        contributions.append((y / scale - ratio * x) / (total / count) * scale)
+def _paired_ratio(
+    sides: list[tuple[np.ndarray, ...]], confidence: float
+) -> dict[str, Any]:
+    """Difference of two ratios of per-task totals over every shared task (a task with no
+    success still spent its cost), from :func:`relsim.evalstats.smallsample.paired_ratio_interval`."""
+    from relsim.evalstats.smallsample import paired_ratio_interval, ratio_interval
+
+    estimates = [
+        ratio_interval(side[0], side[1])[0] for side in sides
+    ]
+    count = len(sides[0][0])
     out: dict[str, Any] = {"tasks": count, "baseline": estimates[0], "candidate": estimates[1]}
-    difference = estimates[1] - estimates[0] if all(map(math.isfinite, estimates)) else math.nan
-    se = math.nan
-    if count >= 2 and math.isfinite(difference):
-        u = contributions[1] - contributions[0]
-        se = math.sqrt(float(np.sum(u * u)) / (count * (count - 1)))
-    ci, p_value = (
-        _t_test(difference, se, count, confidence, (-math.inf, math.inf))
-        if count >= 2 else ((math.nan, math.nan), math.nan)
+    difference, se, low, high, p_value = paired_ratio_interval(
+        sides[0], sides[1], confidence, p_value=True
     )
-    return {**out, "difference": difference, "se": se, "ci": ci, "p_value": p_value}
+    return {**out, "difference": difference, "se": se, "ci": (low, high), "p_value": p_value}

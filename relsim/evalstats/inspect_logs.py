@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -41,7 +41,11 @@ _USAGE = ("input_tokens", "output_tokens", "total_tokens")
 
 
 def read_inspect_log(
-    source: str | Path, *, scorer: str | None = None, threshold: float | None = None
+    source: str | Path,
+    *,
+    scorer: str | None = None,
+    threshold: float | None = None,
+    metric: str | Iterable[str] = (),
 ) -> pd.DataFrame:
     """Read an Inspect eval log (a ``.eval`` or ``.json`` file, or a directory of them).
 
@@ -55,13 +59,19 @@ def read_inspect_log(
         The scorer whose value is success; needed when the samples carry several.
     threshold : float, optional
         Numeric or partial values: success when ``value >= threshold``.
+    metric : str or iterable of str
+        Scorers whose values become numeric metric columns, each named after its scorer;
+        ``"score"`` is the success scorer's own value (a column ``score``), so a numeric
+        score is reported with its mean and interval, not only binarised by ``threshold``.
 
     Returns
     -------
     pandas.DataFrame
         The trials frame of :func:`relsim.evalstats.read_trials` (``line`` is the sample's
         position in its log), with ``attrs["relsim_errors"]``: the errored samples as
-        ``{task, trial, error}``.
+        ``{task, trial, error}``, and ``attrs["relsim_inspect"]``: for each log, its task,
+        scorer, epochs and Inspect's own headline for that scorer under each epoch reducer
+        (``{"reducer", "metrics"}``), read from the log's results.
 
     Raises
     ------
@@ -103,6 +113,15 @@ def read_inspect_log(
             ) from None
         logs.append((file, log))
     several = len({log.eval.task for _, log in logs}) > 1
+    try:
+        wanted = [] if metric is None else [metric] if isinstance(metric, str) else list(metric)
+    except TypeError:
+        raise invalid("metric", "scorer names (or score, the success scorer's value)",
+                      metric) from None
+    for column in wanted:
+        if not isinstance(column, str) or column in ("task", "trial", "success", "line"):
+            raise invalid("metric", "scorer names (or score, the success scorer's value)",
+                          column)
 
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
@@ -139,6 +158,14 @@ def read_inspect_log(
                 "trial": str(sample.epoch),
                 "success": _success(scores[chosen].value, threshold, f"{where} {position}"),
             }
+            for column in wanted:
+                source_name = chosen if column == "score" else column
+                if source_name not in scores:
+                    raise TrialDataError(
+                        f"{where} {position}: metric: must be one of score, "
+                        f"{', '.join(scores)}, got {column!r}"
+                    )
+                row[column] = _number(scores[source_name].value, f"{where} {position}")
             usage = sample.model_usage or {}
             for key in _USAGE:
                 found = [getattr(u, key) for u in usage.values() if getattr(u, key) is not None]
@@ -172,7 +199,52 @@ def read_inspect_log(
     )
     frame.attrs["relsim_errors"] = errored
     frame.attrs["relsim_scorer"] = chosen
+    frame.attrs["relsim_inspect"] = [
+        _headline(file, log, chosen, threshold) for file, log in logs
+    ]
     return frame
+
+
+def _headline(
+    file: Path, log: Any, chosen: str | None, threshold: float | None
+) -> dict[str, Any]:
+    """Inspect's own results for the chosen scorer: each epoch reducer and its metrics."""
+    config = log.eval.config
+    reducers = []
+    for score in getattr(log.results, "scores", None) or []:
+        if chosen is not None and chosen in (score.scorer, score.name):
+            metrics = {
+                str(name): float(value.value)
+                for name, value in (score.metrics or {}).items()
+                if isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+            }
+            reducers.append({"reducer": str(score.reducer or "mean"), "metrics": metrics})
+    return {
+        "log": str(file),
+        "task": str(log.eval.task),
+        "scorer": chosen,
+        "epochs": int(config.epochs or 1),
+        "reducers": reducers,
+        "threshold": threshold,
+    }
+
+
+def _number(value: Any, where: str) -> str:
+    """A score value as the text of a number (letter grades as Inspect counts them)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return repr(float(value))
+    if isinstance(value, str) and value.strip().upper() in _GRADES:
+        return repr(_GRADES[value.strip().upper()])
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number):
+            return repr(number)
+    raise TrialDataError(f"{where}: metric: must be a numeric score value, got {show(value)}")
 
 
 def _cell(value: Any) -> str | None:

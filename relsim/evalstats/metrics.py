@@ -13,13 +13,15 @@ task like the success rate's: with per-task totals :math:`Y_i` (numerator) and :
 (the linearised ratio estimator of survey sampling, Cochran 1977 section 6.4). The mean per
 trial of a column is the ratio of its total to the trial count (the mean over trials), the mean
 per successful trial the ratio over successful trials, a rate ``a/b`` the ratio of the two
-columns' totals, and the cost per success the total cost over the total successes. Intervals
-keep their range: for a quantity that cannot be negative the interval is
-:math:`R \exp(\pm t\,\mathrm{se}/R)` (the delta method on the log scale; with
-:math:`t = t_{0.975,\,T-1}` at 95%), otherwise :math:`R \pm t\,\mathrm{se}`; a share of
-failures gets :func:`relsim.intervals.effective_count_interval` with the failures as its
-binomial floor. Sums are taken on values divided by the largest magnitude, so totals of huge
-values do not overflow.
+columns' totals, and the cost per success the total cost over the total successes. The
+intervals are :func:`relsim.evalstats.smallsample.ratio_interval`'s (the hull of a
+skewness-corrected t interval and, for positive values, a log-scale one: they hold for
+heavy-tailed metrics; a column of zeros gets the rule of three; cut at 0 for a quantity that
+cannot be negative) and, for the cost per success,
+:func:`relsim.evalstats.smallsample.cost_per_success_interval`, which adds the uncertainty of
+the success count; a share of failures gets :func:`relsim.intervals.effective_count_interval`
+with the failures as its binomial floor. Sums are taken on values divided by the largest
+magnitude, so totals of huge values do not overflow.
 """
 
 from __future__ import annotations
@@ -54,11 +56,12 @@ UNCATEGORIZED = "uncategorized"
 def ratio(
     numerator: np.ndarray, denominator: np.ndarray, confidence: float = 0.95
 ) -> dict[str, Any]:
-    """``{estimate, se, ci, tasks}`` of :math:`\\sum Y_i / \\sum X_i` over per-task totals.
+    """``{estimate, se, ci, tasks}`` of :math:`\\sum Y_i / \\sum X_i` over per-task totals,
+    from :func:`relsim.evalstats.smallsample.ratio_interval`.
 
     Estimate infinite (and ``se``, ``ci`` NaN) when the denominator total is 0 and the
     numerator total is not; NaN when both are 0. The tasks are those with
-    :math:`X_i > 0` or :math:`Y_i \ne 0` (a task without a success still spent its cost);
+    :math:`X_i > 0` or :math:`Y_i \\ne 0` (a task without a success still spent its cost);
     ``se`` and ``ci`` are NaN with fewer than two.
 
     Examples
@@ -67,43 +70,17 @@ def ratio(
     >>> out["estimate"], out["se"]  # u = (-1, 1): se^2 = 2 / (2 * 1)
     (3.0, 1.0)
     """
+    from relsim.evalstats.smallsample import ratio_interval
+
     y = np.asarray(numerator, dtype=float)
     x = np.asarray(denominator, dtype=float)
-    y_scale = float(np.max(np.abs(y))) if y.size and np.any(y) else 1.0
-    x_scale = float(np.max(np.abs(x))) if x.size and np.any(x) else 1.0
-    ys, xs = y / y_scale, x / x_scale
-    y_total, x_total = float(ys.sum()), float(xs.sum())
-    # the log-scale interval needs a ratio that cannot be negative: both totals' terms >= 0
-    nonnegative = bool(np.all(y >= 0) and np.all(x >= 0))
-    out: dict[str, Any] = {"estimate": math.nan, "se": math.nan, "ci": (math.nan, math.nan)}
-    # a task counts when it holds any data: one with no success still spent its cost
-    used = (x > 0) | (y != 0)
-    out["tasks"] = int(used.sum())
-    if x_total == 0:
-        out["estimate"] = math.inf if y_total != 0 else math.nan
-        return out
-    scaled_ratio = y_total / x_total  # R in units of y_scale / x_scale
-    estimate = scaled_ratio * (y_scale / x_scale)
-    out["estimate"] = estimate
-    count = int(used.sum())
-    if count < 2:
-        return out
-    mean_x = x_total / count
-    u = (ys[used] - scaled_ratio * xs[used]) / mean_x
-    se_scaled = math.sqrt(float(np.sum(u * u)) / (count * (count - 1)))
-    se = se_scaled * (y_scale / x_scale)
-    out["se"] = se
-    from scipy import stats
-
-    t = float(stats.t.ppf(0.5 + confidence / 2, count - 1))
-    if nonnegative and scaled_ratio > 0:
-        factor = math.exp(min(700.0, t * se_scaled / scaled_ratio))
-        out["ci"] = (estimate / factor, estimate * factor)
-    elif nonnegative:
-        out["ci"] = (0.0, t * se)
-    else:
-        out["ci"] = (estimate - t * se, estimate + t * se)
-    return out
+    estimate, se, low, high = ratio_interval(y, x, confidence)
+    return {
+        "estimate": estimate,
+        "se": se,
+        "ci": (low, high),
+        "tasks": int(np.count_nonzero((x > 0) | (y != 0))),
+    }
 
 
 def metric_summary(
@@ -176,14 +153,29 @@ def parse_rate(spec: str, metrics: Iterable[str]) -> tuple[str, str]:
 def cost_per_success(
     frame: pd.DataFrame, codes: np.ndarray, tasks: int, confidence: float = 0.95
 ) -> dict[str, Any]:
-    """Total cost over total successes, with a clustered ratio interval: ``{estimate, se,
-    ci}``; the estimate is infinite (None in JSON) when no trial succeeded."""
-    out = ratio(
-        task_sums(codes, tasks, frame["cost"].to_numpy(dtype=float)),
-        np.bincount(codes, weights=frame["success"].to_numpy(dtype=float), minlength=tasks),
-        confidence,
+    """Total cost over total successes, with the interval of
+    :func:`relsim.evalstats.smallsample.cost_per_success_interval` (which carries the
+    uncertainty of the success count): ``{estimate, se, ci}``; the estimate is infinite (None
+    in JSON) when no trial succeeded, and the interval then ``[low, inf)``."""
+    from relsim.evalstats.smallsample import cost_per_success_interval
+
+    estimate, se, low, high = cost_per_success_interval(*cost_totals(frame, codes, tasks),
+                                                        confidence)
+    return {"estimate": estimate, "se": se, "ci": (low, high)}
+
+
+def cost_totals(
+    frame: pd.DataFrame, codes: np.ndarray, tasks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-task totals of cost, successes and trials (``codes`` >= 0 are the tasks kept)."""
+    keep = codes >= 0
+    kept = codes[keep]
+    cost = task_sums(kept, tasks, frame["cost"].to_numpy(dtype=float)[keep])
+    successes = np.bincount(
+        kept, weights=frame["success"].to_numpy(dtype=float)[keep], minlength=tasks
     )
-    return {"estimate": out["estimate"], "se": out["se"], "ci": out["ci"]}
+    trials = np.bincount(kept, minlength=tasks).astype(float)
+    return cost, successes, trials
 
 
 def category_labels(column: pd.Series) -> pd.Series:

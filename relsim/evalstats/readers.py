@@ -102,7 +102,9 @@ def read_trials(
 
 
 
-def load_trials(source: Any, threshold: float | None, scorer: str | None = None) -> pd.DataFrame:
+def load_trials(
+    source: Any, threshold: float | None, scorer: str | None = None, metric: Any = ()
+) -> pd.DataFrame:
     """A checked trials frame from any source: a DataFrame (as is, or read), a CSV/JSONL
     file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory)."""
     import pandas as pd
@@ -110,9 +112,11 @@ def load_trials(source: Any, threshold: float | None, scorer: str | None = None)
     if not isinstance(source, pd.DataFrame):
         path = Path(source)
         if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
-            return read_inspect_log(path, scorer=scorer, threshold=threshold)
+            return read_inspect_log(path, scorer=scorer, threshold=threshold, metric=metric)
     if scorer is not None:
         raise invalid("scorer", "given only with an Inspect eval log", scorer)
+    if metric:
+        raise invalid("metric", "given only with an Inspect eval log", metric)
     return trials_frame(source, threshold)
 
 

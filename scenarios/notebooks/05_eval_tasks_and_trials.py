@@ -164,22 +164,35 @@ print(f"implied per-step success {steps_plan['per_step_success']:.4f} "
 #
 # For a paired comparison (both agents on the same tasks, `K` trials each), the number of tasks
 # to detect a gain `D` over a baseline `P` with a two-sided test at level `alpha` and the given
-# power is
+# power is the least `T` at which the paired t-test reaches that power: its statistic follows
+# the noncentral t with `T - 1` degrees of freedom and noncentrality `D sqrt(T) / sigma`,
 #
-#     T = ceil((z_{1 - alpha/2} + z_power) ** 2 (W ** 2 + (P (1 - P) + Q (1 - Q)) / K) / D ** 2)
+#     sigma ** 2 = W ** 2 + (P (1 - P) + Q (1 - Q)) / K
 #
-# with `Q = P + D` and `W` the spread of the true per-task differences (0 unless given). It is
-# checked below by hand and, because it rests on a normal approximation, by simulation:
-# 4,000 paired evals of that many tasks, each tested with scipy's paired t-test, must reject in
-# 80% of them (within 5 standard errors); with half the tasks, clearly fewer must.
+# with `Q = P + D` and `W` the spread of the true per-task differences (0 unless given); the
+# normal approximation `(z_{1 - alpha/2} + z_power) ** 2 sigma ** 2 / D ** 2` asks for a few
+# tasks fewer. It is checked below by hand (scipy's noncentral t) and by simulation: 4,000
+# paired evals of that many tasks, each tested with scipy's paired t-test, must reject in 80%
+# of them (within 5 standard errors); with half the tasks, clearly fewer must.
 
 # %%
 def tasks_by_hand(delta: float, baseline: float, trials_per_task: int) -> int:
-    """The formula above at alpha = 0.05, power = 0.8, W = 0, with scipy's normal quantiles."""
-    z = stats.norm.ppf(1 - 0.05 / 2) + stats.norm.ppf(0.8)
+    """The least T whose paired t-test has power 0.8 at alpha = 0.05, W = 0 (scipy's
+    noncentral t), counted up from a little below the normal approximation."""
     other = baseline + delta
-    variance = (baseline * (1 - baseline) + other * (1 - other)) / trials_per_task
-    return math.ceil(z**2 * variance / delta**2)
+    sd = math.sqrt((baseline * (1 - baseline) + other * (1 - other)) / trials_per_task)
+
+    def power(tasks: int) -> float:
+        critical = stats.t.isf(0.025, tasks - 1)
+        shift = abs(delta) * math.sqrt(tasks) / sd
+        return stats.nct.sf(critical, tasks - 1, shift) + stats.nct.cdf(-critical, tasks - 1, shift)
+
+    z = stats.norm.ppf(1 - 0.05 / 2) + stats.norm.ppf(0.8)
+    tasks = max(2, math.ceil(z**2 * sd**2 / delta**2) - 3)
+    assert tasks == 2 or power(tasks) < 0.8  # started below the answer
+    while power(tasks) < 0.8:
+        tasks += 1
+    return tasks
 
 baseline = round(float(analysis.success["mean"]), 2)
 for k_trials in (1, 3, 5):
@@ -250,7 +263,7 @@ assert (report["z_truth"].abs() < 5).all(), report["z_truth"]           # the tr
 assert abs(report.loc[("pass_hat_k", 5), "z_homogeneous"]) > 5         # tasks-alike rejected
 assert abs(analysis.success["mean"] - truth["pass_at_k"][1]) < 5 * analysis.success["se"]
 assert truth["pass_hat_k"][5] > 2 * truth["pass_hat_k"][1] ** 5        # the headline gap
-assert evalstats.tasks_needed(0.03, 0.7) == tasks_by_hand(0.03, 0.7, 1) == 3551   # the lesson
+assert evalstats.tasks_needed(0.03, 0.7) == tasks_by_hand(0.03, 0.7, 1) == 3553   # the lesson
 for k_trials in (1, 3, 5):
     assert evalstats.tasks_needed(0.05, baseline, trials_per_task=k_trials) == tasks_by_hand(
         0.05, baseline, k_trials)
