@@ -9,10 +9,13 @@ Every function takes ``ax=None``: it draws on ``ax`` when given, else on a new f
 ================================  ==========================================================
 function                          what it draws
 ================================  ==========================================================
-:func:`compounding`               end-to-end success :math:`p^n` against the number of steps
-:func:`retries`                   end-to-end success against the per-step retry budget, with
-                                  the verifier's ceiling
+:func:`compounding`               end-to-end success :math:`p^n` of uniform chains against
+                                  the number of steps
+:func:`retries`                   a uniform verified chain's success against the per-step
+                                  retry budget, with the verifier's ceiling (closed forms)
 :func:`required_accuracy`         the per-step success a target needs, :math:`T^{1/n}`
+:func:`curve`                     a design's success over one lever's range
+                                  (:func:`relsim.plan.curve`'s result), with its ceiling
 :func:`outcome_split`             stacked bars of success / silent / detected (/ timeout /
                                   infra) for several results
 :func:`levers`                    a tornado chart of :func:`relsim.plan.levers`'s table
@@ -27,9 +30,10 @@ function                          what it draws
 :func:`timeline`                  a Gantt chart of recorded trials: work against waiting
 ================================  ==========================================================
 
-The numbers drawn come from the closed forms (:mod:`relsim.formulas`) or from the results
-given (an engine's, a planner's, an analysis'): a figure runs no engine, planner or
-estimator; the caller does and hands it the result.
+The numbers drawn come from the closed forms (:mod:`relsim.formulas`: the first three, whose
+titles say they are of a uniform chain) or from the results given (an engine's, a planner's,
+an analysis'): a figure runs no engine, planner or estimator; the caller does and hands it
+the result.
 
 The figures live in private modules by what they draw (``_closed_forms``, ``_results``,
 ``_trials``, ``_time``; ``_common`` holds the colours and checks they share); this namespace
@@ -38,23 +42,23 @@ is the public one.
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 from relsim.plot._closed_forms import compounding, required_accuracy, retries
 from relsim.plot._common import OUTCOME_COLORS
-from relsim.plot._results import BAND_SE, ZOOM_TRIALS, convergence, levers, outcome_split, pareto
-from relsim.plot._time import WAIT_COLORS, WORK_COLOR, WORK_EVENTS, durations, timeline
+from relsim.plot._results import BAND_SE, ZOOM_TRIALS, convergence, curve, levers, outcome_split, pareto
+from relsim.plot._time import REVIEW_COLOR, WAIT_COLORS, WORK_COLOR, WORK_EVENTS, durations, timeline
 from relsim.plot._trials import paired_differences, pass_k
 
 __all__ = [
     "BAND_SE",
     "OUTCOME_COLORS",
+    "REVIEW_COLOR",
     "WAIT_COLORS",
     "WORK_COLOR",
     "WORK_EVENTS",
     "ZOOM_TRIALS",
     "compounding",
     "convergence",
+    "curve",
     "durations",
     "levers",
     "outcome_split",

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 import numpy as np
 
 from relsim.errors import RelsimError, invalid
-from relsim.plot._common import OUTCOME_COLORS, _OUTCOME_LABELS, _axes, _outcome_values
+from relsim.plot._common import (
+    OUTCOME_COLORS,
+    _OUTCOME_LABELS,
+    _axes,
+    _outcome_values,
+    _target,
+    _target_line,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -93,10 +100,130 @@ def levers(frame: "pd.DataFrame", *, ax: "Axes | None" = None) -> "Axes":
     ax.set_yticks(positions, list(ordered["lever"]))
     ax.axvline(0.0, color="black", linewidth=0.8)
     baseline = frame.attrs.get("baseline", {}).get("success")
-    where = f" (from {baseline:.4f})" if baseline is not None else ""
-    ax.set_xlabel(f"change in end-to-end success (percentage points){where}")
+    where = f" from {100 * baseline:.2f}%" if baseline is not None else ""
+    ax.set_xlabel(f"change in end-to-end success{where} (percentage points)")
     ax.set_title("Which single change moves success most")
     return ax
+
+
+#: Axis labels, with units, of the keys a :func:`curve` varies.
+_CURVE_KEYS = {
+    "retries.per_step": "retries per step, the same on every step (count)",
+    "verifier.miss": "verifier miss: wrong attempts it accepts (probability)",
+    "verifier.false_reject": "verifier false_reject: correct attempts it rejects (probability)",
+    "p": "per-attempt success p, the same on every step (probability)",
+    "checkpoints.every": "a checkpoint every k steps (k, steps)",
+}
+#: What a :func:`curve` can draw on its y axis, with units.
+_CURVE_VALUES = {
+    "success": "end-to-end success (probability)",
+    "expected_cost": "cost per trial",
+    "cost_per_success": "cost per success",
+}
+
+
+def curve(
+    result: Any,
+    y: str = "success",
+    target: float | None = None,
+    *,
+    marks: Mapping[str, Any] | None = None,
+    unit: str = "",
+    ax: "Axes | None" = None,
+) -> "Axes":
+    """A design's outcome over one lever's range: what the lever buys, and where the design is.
+
+    Draws ``y`` at each value of :func:`relsim.plan.curve`'s result, the design as a large
+    point on the curve (or, when its steps differ in the key so that it is not on the curve,
+    as a horizontal line at its own value), the ceiling of ``retries.per_step`` dashed (the
+    limit of more retries; past it no budget helps), the target dotted and each of ``marks``
+    as a labelled diamond. Everything drawn is in the result: this function runs no engine.
+
+    Parameters
+    ----------
+    result : Curve or mapping
+        :func:`relsim.plan.curve`'s result, or its ``to_dict()``.
+    y : str
+        ``"success"``, ``"expected_cost"`` or ``"cost_per_success"``. The ceiling and the
+        target are drawn with ``"success"`` only.
+    target : float, optional
+        Drawn as a dotted horizontal line.
+    marks : mapping of str to value, optional
+        Label -> one of the curve's values (the planner's answer, ...).
+    unit : str
+        The scenario's cost unit, for a cost axis.
+    ax : matplotlib Axes, optional
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> data = {"key": "retries.per_step", "values": [0, 1, 2], "success": [0.1, 0.5, 0.7],
+    ...         "expected_cost": [1.0, 1.5, 1.8], "cost_per_success": [10.0, 3.0, 2.6],
+    ...         "design": {"value": 1, "success": 0.5, "cost_per_success": 3.0},
+    ...         "ceiling": 0.8, "ceiling_note": "unlimited retries per step"}
+    >>> ax = curve(data)
+    >>> ax.lines[0].get_ydata().tolist(), ax.lines[1].get_ydata().tolist()
+    ([0.1, 0.5, 0.7], [0.5])
+    """
+    data = result.to_dict() if hasattr(result, "to_dict") else result
+    needed = {"key", "values", "success", "expected_cost", "cost_per_success", "design"}
+    if not isinstance(data, Mapping) or not needed <= set(data):
+        raise invalid("result", "a relsim.plan.curve result or its to_dict()", result)
+    if y not in _CURVE_VALUES:
+        raise invalid("y", f"one of {', '.join(_CURVE_VALUES)}", y)
+    goal = _target(target)
+    key = str(data["key"])
+    xs = np.asarray(data["values"], dtype=float)
+    ys = np.array([np.nan if v is None else v for v in data[y]], dtype=float)
+    if xs.size == 0 or xs.size != ys.size:
+        raise invalid("result", "a curve with one value of y per value of its key", result)
+    shown = np.isfinite(ys)
+    ax = _axes(ax)
+    ax.plot(xs[shown], ys[shown], marker=".", color="tab:blue", label="this design, exact engine")
+    design = data["design"]
+    mine = design.get(y) if y != "expected_cost" else None
+    if y == "expected_cost":  # the design's cost per trial is on the curve at its value
+        mine = _value_at(xs, ys, design.get("value"))
+    name = key.rsplit(".", 1)[-1]
+    if design.get("value") is not None and mine is not None and math.isfinite(mine):
+        ax.plot([float(design["value"])], [mine], linestyle="none", marker="o", markersize=9,
+                color="black", label=f"the design: {name} = {design['value']:g} ({mine:.4g})")
+    elif mine is not None and math.isfinite(mine):
+        ax.axhline(mine, color="black", linestyle="-.", linewidth=1,
+                   label=f"the design ({mine:.4g}): its steps differ in {name}, so it is off this curve")
+    for label, value in (marks or {}).items():
+        at = _value_at(xs, ys, value)
+        if at is None:
+            raise invalid(f"marks[{label!r}]", f"one of the curve's values of {key}", value)
+        ax.plot([float(value)], [at], linestyle="none", marker="D", markersize=7,
+                label=f"{label}: {name} = {value:.4g} ({at:.4g})")
+    if y == "success":
+        ceiling = data.get("ceiling")
+        if ceiling is not None:
+            note = data.get("ceiling_note") or "the limit of more retries"
+            ax.axhline(ceiling, linestyle="--", color="black", linewidth=1,
+                       label=f"ceiling {ceiling:.4f}: {note}")
+        _target_line(ax, goal)
+        ax.set_ylim(0.0, 1.02)
+    if key in ("retries.per_step", "checkpoints.every"):
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    suffix = f" ({unit})" if unit and y != "success" else ""
+    ax.set_xlabel(_CURVE_KEYS.get(key, key))
+    ax.set_ylabel(_CURVE_VALUES[y] + suffix)
+    ax.set_title(f"The design over {key}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
+def _value_at(xs: np.ndarray, ys: np.ndarray, value: Any) -> float | None:
+    """``ys`` where ``xs`` is ``value`` (None when ``value`` is not on the curve)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        return None
+    where = np.flatnonzero(xs == float(value))
+    return float(ys[where[0]]) if where.size else None
 
 
 #: Axis labels, with units, of the columns a sweep reports (:func:`pareto`).

@@ -16,10 +16,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # -------------------------------------------------------------------------------- time
 #: What an interval of a trial's timeline is, by the event that opens it (docs/model.md
-#: section 7's event log): an action is work until the trial's next event; a request waits
-#: for its resource until the matching acquire; a backoff waits. Other events (arrive,
-#: acquire, release, rollback, end) open no interval of their own (the next event follows at
-#: once).
+#: section 7's event log): an action is work until the trial's next event; a checkpoint held
+#: by a reviewer (``resource = "reviewers"``, a human gate) is a human review until the
+#: release; a request waits for its resource until the matching acquire; a backoff waits.
+#: Other events (arrive, acquire, release, rollback, end) open no interval of their own (the
+#: next event follows at once).
 WORK_EVENTS = ("attempt", "verify", "checkpoint")
 #: Colours of the waits, by what is waited for.
 WAIT_COLORS = {
@@ -30,6 +31,12 @@ WAIT_COLORS = {
     "backoff": "tab:gray",
 }
 WORK_COLOR = "tab:blue"
+#: Colour of a human review (a human gate's checkpoint): people's time, not the agent's work.
+REVIEW_COLOR = "tab:pink"
+
+#: The intervals that are not waits: their colours and legend labels.
+_INTERVAL_COLORS = {"work": WORK_COLOR, "review": REVIEW_COLOR}
+_INTERVAL_LABELS = {"work": "agent work", "review": "human review"}
 
 
 def durations(
@@ -44,7 +51,11 @@ def durations(
     ended within ``t`` seconds of arriving (from the event log, when the run recorded one),
     the run's ``p50``, ``p90`` and ``p99`` over all trials as points at heights 0.5, 0.9 and
     0.99, its mean as a dashed line and the deadline as a red line: the share of trials past
-    it is the timeout share.
+    it is the timeout share. The engine keeps the events of the first ``record`` trials
+    only; when those are fewer than the trials run, the curve is of those first trials (which
+    in a fleet may not have met the queue yet), and the legend, the title and the y axis say
+    so plainly, while the points and the mean are of all trials. Record every trial
+    (``record=trials``) for the distribution of all.
 
     Parameters
     ----------
@@ -64,39 +75,45 @@ def durations(
         raise invalid("deadline", "a number of seconds > 0", deadline)
     ax = _axes(ax)
     spans = _trial_spans(events) if events is not None and len(events) else None
+    total = getattr(result, "trials", None) if not isinstance(result, Mapping) else result.get("trials")
+    title, whose = "How long trials take", "trials"
     if spans is not None and len(spans):
         seconds = np.sort((spans["end"] - spans["arrive"]).to_numpy(dtype=float))
         share = np.arange(1, seconds.size + 1) / seconds.size
-        total = getattr(result, "trials", None)
         if total == seconds.size:
             label = f"all {total} trials"
         elif total:  # the first trials of a fleet need not look like the rest (no queue yet)
-            label = f"the first {seconds.size} of {total} trials (recorded)"
+            label = f"only the first {seconds.size} of {total} trials: not a random sample"
+            title = f"How long trials take (the curve: the first {seconds.size} of {total} only)"
+            whose = f"the first {seconds.size} trials"
         else:
             label = f"recorded trials ({seconds.size})"
         ax.step(seconds, share, where="post", color=WORK_COLOR, label=label)
     quantiles = [float(summary[key]) for key in ("p50", "p90", "p99")]
+    every = f"all {total} trials" if total else "all trials"
     ax.plot(quantiles, [0.5, 0.9, 0.99], linestyle="none", marker="o", color="black",
-            label="p50, p90, p99 (all trials)")
+            label=f"p50, p90, p99 ({every})")
     ax.axvline(float(summary["mean"]), linestyle="--", color="gray",
-               label=f"mean {float(summary['mean']):.4g} s")
+               label=f"mean {float(summary['mean']):.4g} s ({every})")
     if deadline is not None:
         ax.axvline(float(deadline), color="tab:red", label=f"deadline {float(deadline):g} s")
     ax.set_xlabel("trial duration, arrival to end (seconds)")
-    ax.set_ylabel("share of trials ended (probability)")
+    ax.set_ylabel(f"share of {whose} ended (probability)")
     ax.set_ylim(0.0, 1.02)
-    ax.set_title("How long trials take")
+    ax.set_title(title)
     ax.legend(loc="lower right")
     return ax
 
 
 def timeline(events: Any, trials: int = 20, *, ax: "Axes | None" = None) -> "Axes":
-    """A Gantt chart of recorded trials: one row per trial, work against waiting.
+    """A Gantt chart of recorded trials: one row per trial, work and review against waiting.
 
     Each interval between two consecutive events of a trial is classified by the event that
-    opens it (:data:`WORK_EVENTS` are work; a ``request`` waits for its ``resource`` until
-    the next event; a ``backoff`` waits); work is drawn blue, each kind of wait in its colour
-    of :data:`WAIT_COLORS`, and the trial's end is marked with its outcome's colour.
+    opens it (:data:`WORK_EVENTS` are the agent's work, except a checkpoint held by a reviewer,
+    which is a human review; a ``request`` waits for its ``resource`` until the next event; a
+    ``backoff`` waits); work is drawn blue, a human review in :data:`REVIEW_COLOR`, each kind
+    of wait in its colour of :data:`WAIT_COLORS`, and the trial's end is marked with its
+    outcome's colour.
 
     Parameters
     ----------
@@ -123,8 +140,8 @@ def timeline(events: Any, trials: int = 20, *, ax: "Axes | None" = None) -> "Axe
             if what is not None:
                 pieces.setdefault(what, []).append((times[index], times[index + 1] - times[index]))
         for what, spans in pieces.items():
-            color = WORK_COLOR if what == "work" else WAIT_COLORS[what]
-            label = None if what in drawn else ("work" if what == "work" else f"waiting: {what}")
+            color = _INTERVAL_COLORS.get(what) or WAIT_COLORS[what]
+            label = None if what in drawn else _INTERVAL_LABELS.get(what, f"waiting: {what}")
             drawn.add(what)
             ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=color, label=label)
         end = log[log["kind"] == "end"]
@@ -169,6 +186,8 @@ def _trial_spans(events: Any) -> "pd.DataFrame":
 
 def _interval_kind(kind: str, resource: Any) -> str | None:
     """What the interval opened by one event is: "work", a wait's name, or None."""
+    if kind == "checkpoint" and resource == "reviewers":
+        return "review"
     if kind in WORK_EVENTS:
         return "work"
     if kind == "request":
