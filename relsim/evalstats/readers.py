@@ -102,6 +102,14 @@ def read_trials(
 
 
 
+#: What a missing path that looks like an Inspect log is told: how such logs are made.
+INSPECT_HINT = (
+    " (Inspect writes a log folder when it runs an eval: inspect eval TASK --log-dir DIR; "
+    "the example's logs, examples/harness/logs/, are made by python "
+    "examples/harness/make_trials.py --inspect)"
+)
+
+
 def load_trials(source: Any, threshold: float | None, scorer: str | None = None) -> pd.DataFrame:
     """A checked trials frame from any source: a DataFrame (as is, or read), a CSV/JSONL
     file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory)."""
@@ -109,6 +117,8 @@ def load_trials(source: Any, threshold: float | None, scorer: str | None = None)
 
     if not isinstance(source, pd.DataFrame):
         path = Path(source)
+        if not path.exists() and path.suffix.lower() in ("", ".eval", ".json"):
+            raise TrialDataError(f"{path}: file: must exist, got no such file or folder{INSPECT_HINT}")
         if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
             return read_inspect_log(path, scorer=scorer, threshold=threshold)
     if scorer is not None:

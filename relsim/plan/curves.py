@@ -45,7 +45,6 @@ from relsim.errors import RelsimError, invalid
 from relsim.plan import _common
 from relsim.plan._common import (
     CONVERGED,
-    EXHAUSTIVE_CHECKPOINTS,
     _budget_floor,
     _evaluate,
     _with_every,
@@ -58,7 +57,7 @@ from relsim.scenario import Scenario, as_scenario, trial_model
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["KEYS", "Curve", "curve"]
+__all__ = ["KEYS", "Curve", "curve", "design_value"]
 
 #: The keys a curve can vary, in the order the design review draws them.
 KEYS = ("retries.per_step", "verifier.miss", "verifier.false_reject", "p", "checkpoints.every")
@@ -202,13 +201,13 @@ def curve(
         raise invalid("key", f"one of {', '.join(KEYS)}", key)
     transform, kind = _lever(s, key)
     design = _evaluate(s)
-    design_value = _design_value(s, key)
-    grid = _grid(s, key, kind, values, also, design_value)
-    outcomes = tuple(design if x == design_value else _evaluate(transform(x)) for x in grid)
+    mine = design_value(s, key)
+    grid = _grid(s, key, kind, values, also, mine)
+    outcomes = tuple(design if x == mine else _evaluate(transform(x)) for x in grid)
     ceiling = ceiling_at = note = None
     if key == "retries.per_step":
         ceiling_at, ceiling, note = _retries_ceiling(s, dict(zip(grid, outcomes)))
-    return Curve(key, tuple(grid), outcomes, design, design_value, ceiling, ceiling_at, note)
+    return Curve(key, tuple(grid), outcomes, design, mine, ceiling, ceiling_at, note)
 
 
 # ------------------------------------------------------------------------------ the levers
@@ -233,8 +232,9 @@ def _lever(s: Scenario, key: str) -> tuple[Callable[[Any], Scenario], str]:
     return (lambda x: _with_every(s, int(x))), "spacing"
 
 
-def _design_value(s: Scenario, key: str) -> Any:
-    """The design's value of ``key`` when one value holds on every step, else None."""
+def design_value(s: Scenario, key: str) -> Any:
+    """The design's value of ``key`` (one of :data:`KEYS`) when one value holds on every step,
+    else None: where the design lies on its curve."""
     if key == "checkpoints.every":
         assert s.checkpoints is not None
         return s.checkpoints.every

@@ -69,3 +69,11 @@ __all__ = [
     "retries",
     "timeline",
 ]
+
+# The figures are relsim.plot's: say so where Python shows a function's home (help, repr,
+# the API reference), whichever private module defines it.
+for _name in __all__:
+    _value = globals()[_name]
+    if callable(_value):
+        _value.__module__ = __name__
+del _name, _value

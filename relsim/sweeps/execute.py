@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Sequence
 
 from relsim import checks
 from relsim.errors import RelsimError, invalid
+from relsim.sweeps._main_guard import check_main_guard
 from relsim.sweeps.grid import Grid
 from relsim.sweeps.methods import Method, method, run_batch
 from relsim.sweeps.store import Journal, check_output, journal_path, write_frame
@@ -61,7 +62,9 @@ def sweep(
         the same grid computes only the points the journal lacks (a journal of another grid or
         base scenario is refused). None: keep nothing on disk.
     workers : int or None
-        Run on a dask ``LocalCluster`` of this many worker processes (one thread each).
+        Run on a dask ``LocalCluster`` of this many worker processes (one thread each). They
+        import the main script again, so a script calls this under ``if __name__ ==
+        "__main__":``; one that does not is refused at once, before any process starts.
     scheduler : str, distributed.Client or None
         Run on an existing dask cluster: its scheduler's address (``tcp://host:8786``) or a
         connected ``Client``. The workers need relsim installed. Without ``workers`` and
@@ -106,6 +109,7 @@ def sweep(
         _check_count("workers", workers, MAX_WORKERS)
         if scheduler is not None:
             raise RelsimError("workers: give workers (a local cluster) or scheduler, not both")
+        check_main_guard()  # before any worker process starts: they import the script again
     if batch is not None:
         _check_count("batch", batch, MAX_POINTS_PER_TASK)
     journal = None
