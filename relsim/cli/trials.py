@@ -23,6 +23,7 @@ from relsim.cli._args import (
     probability,
     target,
 )
+from relsim.errors import RelsimError
 
 nonzero_float = _args.ranged(
     "nonzero_float",
@@ -288,8 +289,30 @@ def _range(pair, digits: int = 4) -> str:
     return f"[{low:.{digits}g}, {high:.{digits}g}]"
 
 
+#: A missing Inspect log folder of the examples: how the example makes it.
+EXAMPLE_LOGS = (
+    "; the example's, examples/harness/logs/, are made by "
+    "'python examples/harness/make_trials.py --inspect'"
+)
+
+
+def _check_logs(*paths: str) -> None:
+    """A path that looks like an Inspect log (a folder, ``.eval``, ``.json``) and does not
+    exist: say where such logs come from, and how the example makes its own."""
+    from pathlib import Path
+
+    for path in paths:
+        if not Path(path).exists() and Path(path).suffix.lower() in ("", ".eval", ".json"):
+            raise RelsimError(
+                f"{path}: file: must exist, got no such file or folder (an Inspect log folder "
+                f"is written by Inspect when it runs an eval{EXAMPLE_LOGS})"
+            )
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
+
+    _check_logs(args.trials)
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
     seed = DEFAULT_SEED if args.seed is None else args.seed
@@ -427,6 +450,8 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from relsim import evalstats
+
+    _check_logs(args.baseline, args.candidate)
 
     result = _quietly(
         evalstats.compare,

@@ -102,12 +102,8 @@ def read_trials(
 
 
 
-#: What a missing path that looks like an Inspect log is told: how such logs are made.
-INSPECT_HINT = (
-    " (Inspect writes a log folder when it runs an eval: inspect eval TASK --log-dir DIR; "
-    "the example's logs, examples/harness/logs/, are made by python "
-    "examples/harness/make_trials.py --inspect)"
-)
+#: What a missing path that looks like an Inspect log is told: where such logs come from.
+INSPECT_HINT = " (an Inspect log folder is written by Inspect when it runs an eval)"
 
 
 def load_trials(source: Any, threshold: float | None, scorer: str | None = None) -> pd.DataFrame:
