@@ -34,6 +34,7 @@ def expected(p: float, steps: int, retries: int, miss: float, false_reject: floa
 
 
 # ------------------------------------------------------------------------- the page itself
+@pytest.mark.slow
 def test_the_section_starts_where_the_design_is():
     report = render({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 3},
                      "target": 0.95}, trials=0)

@@ -208,6 +208,7 @@ def test_the_context_curves_pass_through_the_design(page):
         assert "ignores what the closed form cannot see" in explorer
 
 
+@pytest.mark.slow
 def test_the_check_of_a_curve_catches_a_number_that_disagrees():
     # Negative control: a page whose retries curve is off by one unit in the 6th digit at
     # the design's value fails the design check.

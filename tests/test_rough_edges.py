@@ -38,6 +38,7 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
 
 
 # ------------------------------------------------------------------------- a broken pipe
+@pytest.mark.slow
 def test_a_reader_that_leaves_early_ends_the_command_quietly_with_141():
     # 20,000 step counts as JSON: far more than a pipe holds, so the reader's leaving is seen
     steps = ",".join(str(n) for n in range(1, 20_001))
@@ -50,6 +51,7 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly_with_141():
     assert err == ""
 
 
+@pytest.mark.slow
 def test_analyze_into_head_exits_0_or_141_and_says_nothing():
     # the README's `relsim analyze ... | head -9`, through a real shell pipe, several times
     command = (f"{sys.executable} -m relsim analyze examples/harness/exercise1.csv --k 3 --per-task "
@@ -139,6 +141,7 @@ def test_a_missing_inspect_log_folder_says_how_the_example_makes_it(capsys):
     assert status == 2 and "make_trials" not in err and "no such file" in err
 
 
+@pytest.mark.slow
 def test_an_infeasible_verifier_plan_shows_its_best_beside_the_design(capsys):
     status, out, _ = _run(["solve", PRODUCTION, "--for", "verifier", "--target", "0.95"], capsys)
     assert status == 3
