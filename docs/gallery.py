@@ -69,6 +69,7 @@ def figures() -> dict[str, object]:
         "required_accuracy": lambda: plot.required_accuracy(0.95),
         "outcome_split": outcome_split,
         "levers": levers,
+        "curve": lambda: plot.curve(relsim.plan.curve(production(), "retries.per_step"), target=0.95),
         "pareto": pareto,
         "convergence": convergence,
         "pass_k": lambda: plot.pass_k(trials()[0]),

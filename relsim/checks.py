@@ -8,7 +8,8 @@ gets one message in one format wherever it is given (``relsim.errors``)::
 Two shapes of the same checks:
 
 - scalar checks (:func:`number`, :func:`probability`, :func:`in_range`, :func:`integer`,
-  :func:`boolean`, :func:`choice`, :func:`per_step`) for scenario keys and plain arguments;
+  :func:`boolean`, :func:`choice`, :func:`text`, :func:`per_step`) for scenario keys and
+  plain arguments;
   they return the value normalised (a ``float``, an ``int``, a tuple for a per-step list);
 - array checks (:func:`floats_in`, :func:`probabilities`, :func:`integers`, ...) for the
   vectorised closed forms of ``relsim.formulas``; they return numpy arrays.
@@ -55,6 +56,7 @@ __all__ = [
     "positives",
     "probabilities",
     "probability",
+    "text",
 ]
 
 #: The largest count any check accepts by default: int64 arithmetic on it stays exact.
@@ -171,6 +173,20 @@ def choice(value: Any, key: str, options: Sequence[str], error: Error = RelsimEr
     """``value`` when it is one of ``options`` (text)."""
     if not isinstance(value, str) or value not in options:
         raise invalid(key, " or ".join(f'"{o}"' for o in options), value, error)
+    return value
+
+
+def text(value: Any, key: str, longest: int, error: Error = RelsimError) -> str:
+    """``value`` when it is text of at most ``longest`` printable characters (a label shown
+    beside numbers: no line break, no control character).
+
+    Examples
+    --------
+    >>> text("USD", "cost.unit", 16)
+    'USD'
+    """
+    if not isinstance(value, str) or len(value) > longest or not value.isprintable():
+        raise invalid(key, f"text of at most {longest} printable characters", value, error)
     return value
 
 

@@ -167,6 +167,47 @@ def test_outcome_split_refuses_bad_input():
 
 
 # ---------------------------------------------------------------------------------- levers
+def test_curve_draws_the_design_over_a_lever_as_given(ax):
+    from relsim.plan import curve
+
+    design = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 3}}
+    c = curve(design, "retries.per_step", also=[5])
+    plot.curve(c, target=0.75, marks={"planner": 5}, ax=ax)
+    line, dot, diamond, ceiling, target = ax.lines
+    np.testing.assert_array_equal(line.get_xdata(), c.values)
+    np.testing.assert_array_equal(line.get_ydata(), c.success)
+    assert (dot.get_xdata()[0], dot.get_ydata()[0]) == (3, c.design.success)
+    assert round(float(dot.get_ydata()[0]), 6) == 0.757383  # docs/model.md section 5, R2
+    assert (diamond.get_xdata()[0], diamond.get_ydata()[0]) == (5, c.at(5).success)
+    assert _hline_height(ceiling) == c.ceiling and round(c.ceiling, 6) == 0.758626
+    assert _hline_height(target) == 0.75
+    assert ceiling.get_label().startswith("ceiling 0.7586") and "(count)" in ax.get_xlabel()
+    # the same picture from the result's to_dict(): nothing is recomputed
+    other = plot.curve(c.to_dict(), target=0.75, marks={"planner": 5}, ax=Figure().add_subplot())
+    for mine, theirs in zip(ax.lines, other.lines):
+        np.testing.assert_array_equal(mine.get_ydata(), theirs.get_ydata())
+
+
+def test_curve_of_a_design_off_the_curve_and_of_cost(ax):
+    from relsim.plan import curve
+
+    design = {"steps": 3, "p": [0.9, 0.8, 0.95], "cost": {"attempt": 2.0, "unit": "USD"}}
+    c = curve(design, "p", [0.8, 0.9, 1.0])
+    plot.curve(c, ax=ax)
+    line, mine = ax.lines
+    assert _hline_height(mine) == c.design.success  # off the curve: a line at its own value
+    assert "off this curve" in mine.get_label()
+    cost = plot.curve(c, y="cost_per_success", unit="USD", ax=Figure().add_subplot())
+    np.testing.assert_array_equal(cost.lines[0].get_ydata(), c.cost_per_success)
+    assert cost.get_ylabel() == "cost per success (USD)"
+    with pytest.raises(RelsimError, match="^y: must be one of success"):
+        plot.curve(c, y="silent", ax=Figure().add_subplot())
+    with pytest.raises(RelsimError, match="^result: must be a relsim.plan.curve result"):
+        plot.curve({"key": "p"}, ax=Figure().add_subplot())
+    with pytest.raises(RelsimError, match=r"^marks\['x'\]: must be one of the curve's values"):
+        plot.curve(c, marks={"x": 0.85}, ax=Figure().add_subplot())
+
+
 def test_levers_bars_are_the_frame(ax):
     frame = levers_table(relsim.Scenario.from_toml(str(SCENARIO_DIR / "production_agent.toml")))
     plot.levers(frame, ax=ax)
@@ -181,8 +222,10 @@ def test_levers_bars_are_the_frame(ax):
     for bar, delta in zip(bars, order["delta_success"]):
         green = matplotlib.colors.to_rgba("tab:green")
         assert (bar.get_facecolor() == green) == (delta > 0)
-    assert "percentage points" in ax.get_xlabel()
-    assert f"{frame.attrs['baseline']['success']:.4f}" in ax.get_xlabel()
+    # one unit, one parenthesis: "from 84.76% (percentage points)", never
+    # "(percentage points) (from 0.8476)"
+    baseline = 100 * frame.attrs["baseline"]["success"]
+    assert ax.get_xlabel() == f"change in end-to-end success from {baseline:.2f}% (percentage points)"
 
 
 def test_levers_refuses_a_frame_without_the_columns():
@@ -425,7 +468,7 @@ def test_timeline_gantt_work_and_waits(ax):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "1"]
     assert "(seconds)" in ax.get_xlabel() and "trial" in ax.get_ylabel()
     legend = {t.get_text() for t in ax.get_legend().get_texts()}
-    assert legend == {"work", "waiting: agents", "waiting: backoff", "waiting: rate_limit",
+    assert legend == {"agent work", "waiting: agents", "waiting: backoff", "waiting: rate_limit",
                       "end: success", "end: timeout"}
 
 
@@ -452,7 +495,11 @@ def test_durations_distribution_quantiles_and_deadline(ax):
     assert ecdf.get_label() == "recorded trials (2)"
     first_of_many = plot.durations(SimpleNamespace(duration=summary, events=EVENTS, trials=500),
                                    ax=Figure().add_subplot())
-    assert first_of_many.lines[0].get_label() == "the first 2 of 500 trials (recorded)"
+    # a sample of the first trials says so plainly: legend, title and y axis
+    assert first_of_many.lines[0].get_label() == "only the first 2 of 500 trials: not a random sample"
+    assert first_of_many.get_title() == "How long trials take (the curve: the first 2 of 500 only)"
+    assert first_of_many.get_ylabel() == "share of the first 2 trials ended (probability)"
+    assert first_of_many.lines[1].get_label() == "p50, p90, p99 (all 500 trials)"
     assert "(seconds)" in ax.get_xlabel() and "(probability)" in ax.get_ylabel()
     # A to_dict() result has no events: the quantiles only.
     only = plot.durations({"duration": summary}, ax=Figure().add_subplot())
@@ -562,6 +609,34 @@ def test_timeline_gantt_waits_add_up_to_the_engines_waits(busy_run, ax):
 
 
 @pytest.mark.slow
+def test_timeline_gantt_draws_human_review_as_review_not_work(busy_run, ax):
+    # A human gate's checkpoint holds a reviewer from the "checkpoint" event to the release:
+    # people's time, drawn in its own colour and legend entry, never as the agent's work.
+    events = busy_run.events
+    plot.timeline(events, trials=BUSY_TRIALS, ax=ax)
+    review = matplotlib.colors.to_hex(plot.REVIEW_COLOR)
+    work = matplotlib.colors.to_hex(plot.WORK_COLOR)
+    drawn = {color: [] for color in (review, work)}
+    for row, bars in _bars_by_row(ax).items():
+        for start, width, color in bars:
+            if color in drawn:
+                drawn[color].append((row, start, width))
+    expected = []
+    for trial, log in events.groupby("trial"):
+        log = log.sort_values("time", kind="stable")
+        times, kinds, resources = log["time"].to_numpy(), log["kind"].to_numpy(), log["resource"].to_numpy()
+        for i in range(len(log) - 1):
+            if kinds[i] == "checkpoint" and resources[i] == "reviewers" and times[i + 1] > times[i]:
+                expected.append((trial, times[i], times[i + 1] - times[i]))
+    assert expected, "the run has no human review to draw"
+    assert sorted(drawn[review]) == pytest.approx(sorted(expected))
+    review_starts = {(row, start) for row, start, _ in expected}
+    assert not review_starts & {(row, start) for row, start, _ in drawn[work]}
+    legend = {t.get_text() for t in ax.get_legend().get_texts()}
+    assert {"human review", "agent work"} <= legend and "work" not in legend
+
+
+@pytest.mark.slow
 def test_durations_of_a_real_run_against_its_summary_and_deadline(ax):
     harness = relsim.Scenario.from_toml(str(SCENARIO_DIR / "flaky_eval_harness.toml"))
     trials = 400
@@ -599,7 +674,7 @@ def test_durations_of_the_first_recorded_trials_of_a_fleet(ax):
     spans = _spans_by_hand(run.events)
     assert len(spans) == 50
     np.testing.assert_array_equal(ecdf.get_xdata(), np.sort((spans["end"] - spans["arrive"]).to_numpy()))
-    assert ecdf.get_label() == "the first 50 of 300 trials (recorded)"
+    assert ecdf.get_label() == "only the first 50 of 300 trials: not a random sample"
     # The summary is the whole run's, not the recorded trials'.
     np.testing.assert_array_equal(points.get_xdata(), [run.duration[k] for k in ("p50", "p90", "p99")])
     assert mean.get_xdata()[0] == run.duration["mean"]

@@ -41,8 +41,9 @@ def production():
 def test_sections_and_figures_in_reading_order(production):
     _, report = production
     assert [s.id for s in report.sections] == [
-        "design", "outcome", "target", "levers", "compounding", "montecarlo"]
-    assert report.figures == ("outcome", "levers", "compounding", "retries", "convergence")
+        "design", "outcome", "target", "levers", "ranges", "compounding", "explorer", "montecarlo"]
+    assert report.figures == ("outcome", "levers", "retries", "verifier", "agent", "checkpoints",
+                              "compounding", "convergence")
     html = report.html
     assert html.count("<svg") == len(report.figures)
     for name in report.figures:
@@ -59,8 +60,13 @@ def test_sections_and_figures_in_reading_order(production):
 def test_page_is_self_contained(production):
     html = production[1].html
     lowered = html.lower()
-    for forbidden in ("<script", "<link", "<img", "<iframe", "<object", "@import", " src="):
+    for forbidden in ("<link", "<img", "<iframe", "<object", "@import", " src="):
         assert forbidden not in lowered, forbidden
+    # one script, the explorer's, inline, and it asks nothing of the network
+    assert lowered.count("<script") == 1 and "<script>" in lowered
+    script = lowered.split("<script>", 1)[1].split("</script>", 1)[0]
+    for forbidden in ("http", "fetch", "xmlhttprequest", "import", "websocket", "src"):
+        assert forbidden not in script, forbidden
     assert all(ref.startswith("#") for ref in re.findall(r'href="([^"]*)"', html))
     assert all(ref.startswith("#") for ref in re.findall(r"url\(([^)]*)\)", html))
     ids = re.findall(r'\sid="([^"]+)"', html)
@@ -97,7 +103,8 @@ def test_target_met_and_no_target():
     untargeted = render({"steps": 5, "p": 0.9}, trials=0)
     assert untargeted.meets_target is None
     assert "No target is set" in untargeted.html
-    assert untargeted.figures == ("outcome", "levers", "compounding")  # no verifier: no ceiling
+    # no verifier: no retries or verifier figure, the agent's range only
+    assert untargeted.figures == ("outcome", "levers", "agent", "compounding")
 
 
 @pytest.mark.slow
@@ -111,7 +118,8 @@ def test_infeasible_target_says_why():
 @pytest.mark.slow
 def test_user_text_is_escaped():
     report = render({"name": "<script>alert(1)</script>", "steps": 3, "p": 0.9}, trials=0)
-    assert "<script" not in report.html
+    assert "alert(1)</script>" not in report.html
+    assert report.html.count("<script") == 1  # the explorer's own, and no other
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in report.html
 
 

@@ -4,7 +4,9 @@ Each command lives in its own module of this package with ``add_parser(subparser
 module's ``run(args) -> int`` does the work, importing heavy modules only when it runs.
 Exit status: 0 done; 1 an internal error (a bug: one line, the traceback with ``--debug`` or
 ``RELSIM_DEBUG=1``); 2 bad input or usage (one line on stderr), or an output the machine
-cannot take (a full disk); 3 an infeasible plan; 130 interrupted. Only
+cannot take (a full disk); 3 an infeasible plan; 130 interrupted; 141 the reader of the
+output left (``relsim ... | head``: nothing on stderr, as a Unix tool ended by SIGPIPE; 0
+when all the output fitted in the pipe before it left). Only
 :class:`relsim.errors.RelsimError` is bad input (docs/model.md section 6). Warnings are held
 until a command succeeds and then printed one line each (``relsim: warning: ...``), so that at
 exit 2 the error is the only line.
@@ -23,7 +25,14 @@ import sys
 import warnings
 from typing import Sequence
 
-from relsim.cli._args import EXIT_INTERNAL, EXIT_USAGE, PENDING_WARNINGS, Parser, as_flags
+from relsim.cli._args import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    PENDING_WARNINGS,
+    Parser,
+    as_flags,
+)
 from relsim.errors import RelsimError
 
 # command -> module that defines it (order is the order of --help)
@@ -77,13 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         PENDING_WARNINGS.clear()
         with warnings.catch_warnings(record=True) as caught:
             status = int(args.run(args))
-            sys.stdout.flush()  # a full disk shows here, not in Python's flush at exit
+            sys.stdout.flush()  # a full disk or a reader that left shows here, not at exit
         _show_warnings(caught)
         return status
-    except BrokenPipeError:  # `relsim ... | head`: the reader left; stop quietly
-        # Point stdout at devnull so Python's flush at exit does not raise again.
+    except BrokenPipeError:  # `relsim ... | head`: the reader left; stop quietly, as Unix
+        # tools do when SIGPIPE ends them (128 + 13). Point stdout at devnull so Python's
+        # flush at exit does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return EXIT_BROKEN_PIPE
     except RelsimError as error:  # bad input: one line, no traceback, in the CLI's words
         print(f"relsim: error: {as_flags(str(error))}", file=sys.stderr)
         return EXIT_USAGE

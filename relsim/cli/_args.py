@@ -15,6 +15,8 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
+#: The reader of the output left (a broken pipe): 128 + SIGPIPE, as a Unix tool it ends.
+EXIT_BROKEN_PIPE = 141
 
 
 class Parser(argparse.ArgumentParser):
@@ -125,6 +127,13 @@ def warn(message: str) -> None:
     """A ``relsim: warning: ...`` line for stderr, printed when the command has succeeded: a
     command that then fails prints its error line alone."""
     PENDING_WARNINGS.append(message)
+
+
+def unit_suffix(scenario: Any) -> str:
+    """What follows a cost in readable output: ``" USD"`` when the scenario names its unit
+    (``[cost] unit``), else nothing."""
+    unit = getattr(getattr(scenario, "cost", None), "unit", "")
+    return f" {unit}" if unit else ""
 
 
 def print_json(obj: Any) -> None:

@@ -19,7 +19,7 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json, unit_suffix
 from relsim.errors import RelsimError
 
 
@@ -96,8 +96,9 @@ def summary(scenario: Any, path: str, outcome: Any) -> str:
         lines.append(f"{label:20} {value:>10.6f}   {100 * value:6.2f}%")
     lines.append("")
     lines.append(f"{'attempts per trial':20} {_number(outcome.expected_attempts):>10}")
-    lines.append(f"{'cost per trial':20} {_number(outcome.expected_cost):>10}")
-    lines.append(f"{'cost per success':20} {_number(outcome.cost_per_success):>10}")
+    unit = unit_suffix(scenario)
+    lines.append(f"{'cost per trial':20} {_number(outcome.expected_cost):>10}{unit}")
+    lines.append(f"{'cost per success':20} {_number(outcome.cost_per_success):>10}{unit}")
     if scenario.target is not None:
         lines.append("")
         margin = outcome.success - scenario.target

@@ -45,21 +45,24 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"baseline": table.attrs["baseline"], "levers": table.to_dict("records")})
     else:
-        print(format_levers(table, scenario.name or str(args.scenario), scenario.steps))
+        print(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
+                            unit=scenario.cost.unit))
     return EXIT_OK
 
 
-def format_levers(table: Any, title: str, steps: int) -> str:
-    """The readable table of :func:`relsim.plan.levers`."""
+def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
+    """The readable table of :func:`relsim.plan.levers`; costs in ``unit`` when given (the
+    scenario's ``[cost] unit``)."""
     baseline = table.attrs["baseline"]
     lines = [
         f"{title}: {steps} steps, exact success {baseline['success']:.6f}, "
-        f"cost per success {_number(baseline['cost_per_success'])}",
+        f"cost per success {_number(baseline['cost_per_success'])}{' ' + unit if unit else ''}",
         "",
     ]
     width = max([len("lever")] + [len(lever) for lever in table["lever"]])
+    per_success = f"{unit or 'cost'}/success"
     lines.append(
-        f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {'cost/success':>12}  {'change':>10}"
+        f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {per_success:>12}  {'change':>10}"
     )
     for row in table.itertuples(index=False):
         lines.append(
@@ -78,4 +81,6 @@ def _number(value: float) -> str:
 def _signed(value: float) -> str:
     if math.isnan(value):
         return "-"
+    if value == 0:
+        return "0"  # no change (the planner rounds float noise away): no sign to show
     return f"{value:+.6g}" if math.isfinite(value) else ("-inf" if value < 0 else "+inf")

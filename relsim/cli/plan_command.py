@@ -11,7 +11,7 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, unit_suffix
 from relsim.errors import RelsimError, invalid
 
 #: What each ``--for`` plans, for the readable output.
@@ -23,6 +23,18 @@ _WHAT = {
     "p": "least per-attempt success p",
     "checkpoints": "checkpoint spacing (every)",
 }
+#: When no value meets the target: what the plan's value is instead (where success is best).
+_BEST = {
+    "retries": "least per_step at the ceiling",
+    "total": "least total at the ceiling",
+    "allocation": "nearest design",
+    "verifier": "miss at the ceiling",
+    "p": "p at the ceiling",
+    "checkpoints": "every at the ceiling",
+}
+#: The scenario key of each planned quantity whose design value is shown beside the plan's.
+_KEY = {"retries": "retries.per_step", "verifier": "verifier.miss", "p": "p",
+        "checkpoints": "checkpoints.every"}
 
 
 def run_scenario(args: argparse.Namespace) -> int:
@@ -59,12 +71,13 @@ def run_scenario(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print_json(result.to_dict())
     else:
-        print(format_plan(result, scenario_name=scenario.name or str(args.scenario)))
+        print(format_plan(result, scenario_name=scenario.name or str(args.scenario), design=scenario))
     return EXIT_OK if result.feasible else EXIT_INFEASIBLE
 
 
-def format_plan(result: Any, scenario_name: str = "") -> str:
-    """The readable form of a :class:`relsim.plan.Plan`."""
+def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str:
+    """The readable form of a :class:`relsim.plan.Plan`; ``design``, the scenario planned for,
+    puts its own value beside an infeasible plan's."""
     lines = []
     title = f"{scenario_name}: " if scenario_name else ""
     lines.append(
@@ -78,10 +91,15 @@ def format_plan(result: Any, scenario_name: str = "") -> str:
         lines.append("  INFEASIBLE: no value reaches the target")
         lines.append(f"  {'ceiling':<30} {result.ceiling:.6f}")
         lines.append(f"  {'binding constraint':<30} {result.binding}")
-        lines.append(f"  {'nearest design':<30} {_show_value(result.value)}")
+        # the value where success is best, beside the design's own: "0.0745 (the design's:
+        # 0.05)" cannot read as an allowance of 7.5% misses
+        mine = _design_value(design, result.for_) if design is not None else None
+        own = f" (the design's: {_show_value(mine)})" if mine is not None else ""
+        lines.append(f"  {_BEST.get(result.for_, 'nearest design'):<30} {_show_value(result.value)}{own}")
+    unit = unit_suffix(result.scenario)
     lines.append(f"  {'success':<30} {result.success:.6f}")
-    lines.append(f"  {'expected cost':<30} {result.expected_cost:.6f}")
-    lines.append(f"  {'cost per success':<30} {_show_number(result.cost_per_success)}")
+    lines.append(f"  {'expected cost':<30} {result.expected_cost:.6f}{unit}")
+    lines.append(f"  {'cost per success':<30} {_show_number(result.cost_per_success)}{unit}")
     details = result.details or {}
     if result.for_ == "verifier" and "false_reject" in details:
         other = details["false_reject"]
@@ -112,6 +130,20 @@ def format_plan(result: Any, scenario_name: str = "") -> str:
     if not result.feasible and result.reason:
         lines.append(f"  why: {as_flags(result.reason)}")
     return "\n".join(lines)
+
+
+def _design_value(design: Any, for_: str) -> Any:
+    """The design's own value of what was planned (None when its steps differ)."""
+    if for_ == "total":
+        return None if design.retries is None else design.retries.total
+    key = _KEY.get(for_)
+    if key is None or (key == "checkpoints.every" and design.checkpoints is None):
+        return None
+    if key != "p" and key != "checkpoints.every" and design.verifier is None:
+        return None  # the planner adds a verifier the design does not have
+    from relsim.plan.curves import design_value
+
+    return design_value(design, key)
 
 
 def _show_value(value: Any) -> str:

@@ -5,7 +5,8 @@
     relsim report SCENARIO.toml -o report.html [--target T] [--trials N] [--seed S]
 
 Writes the page of :func:`relsim.report.render` (the design, its exact outcome, the target and
-what meets it, the levers, the compounding context and a Monte Carlo check) and prints where.
+what meets it, the levers, the design over each lever's range, the compounding context, the
+explorer and a Monte Carlo check) and prints where.
 Exit status: 0 written; 2 bad input; 3 written, but the design does not meet the target.
 """
 
@@ -25,11 +26,12 @@ def add_parser(subparsers: Any) -> None:
         "report",
         help="a self-contained HTML design-review report of a scenario file",
         description=(
-            "Write one self-contained HTML page (inline SVG figures, no scripts, readable "
-            "offline and printable) that a reviewer reads top to bottom: the design, its exact "
-            "outcome, the target and what meets it, the levers that move success, the "
-            "compounding context and a Monte Carlo check. Exit status 3 when the design does "
-            "not meet the target (the page is still written)."
+            "Write one self-contained HTML page (inline SVG figures, one inline script, "
+            "nothing fetched; readable offline and printable) that a reviewer reads top to "
+            "bottom: the design, its exact outcome, the target and what meets it, the levers "
+            "that move success, the design over each lever's range, the compounding context, "
+            "an explorer of a uniform chain and a Monte Carlo check. Exit status 3 when the "
+            "design does not meet the target (the page is still written)."
         ),
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")

@@ -23,7 +23,7 @@ import sys
 import warnings
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar, unit_suffix
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -126,18 +126,20 @@ def _summary(scenario: Any, path: str, outcome: Any) -> str:
     lines.append(f"trials {outcome.trials:,}   seed {outcome.seed}")
     lines.append("")
     lines.append(f"{'':20} {'estimate':>12} {'std error':>11}   95% interval")
+    unit = unit_suffix(scenario)
     for key, label in _ROWS:
         value = getattr(outcome, key)
         se = outcome.standard_errors.get(key, math.nan)
         low, high = outcome.intervals.get(key, (math.nan, math.nan))
-        lines.append(f"{label:20} {_number(value):>12} {_number(se):>11}   [{_number(low)}, {_number(high)}]")
+        lines.append(f"{label:20} {_number(value):>12} {_number(se):>11}   [{_number(low)}, {_number(high)}]"
+                     + (unit if "cost" in key else ""))
     lines.append("")
     lines.append(f"{'per trial':20} {'p50':>12} {'p90':>11} {'p99':>11}")
     for quantity in ("attempts", "cost"):
         table = outcome.percentiles[quantity]
         lines.append(
             f"{quantity:20} {_number(table['p50']):>12} {_number(table['p90']):>11} "
-            f"{_number(table['p99']):>11}"
+            f"{_number(table['p99']):>11}" + (unit if quantity == "cost" else "")
         )
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ from relsim.cli._args import (
     step_count,
     target,
 )
-from relsim.errors import RelsimError, invalid
+from relsim.errors import RelsimError
 
 if TYPE_CHECKING:  # pragma: no cover
     from relsim.plan.chain import ChainPlan
@@ -139,8 +139,11 @@ def _run_scenario(args: argparse.Namespace) -> int:
             f"{', '.join(given)}: not allowed with a SCENARIO file (the file gives the design); "
             "use either 'relsim solve SCENARIO --for WHAT' or the flag form"
         )
-    if args.for_ is None:
-        raise invalid("--for", f"one of {', '.join(FOR_CHOICES)} with a SCENARIO file", None)
+    if args.for_ is None:  # say what to give, not "got None"
+        raise RelsimError(
+            f"--for: must be given with a SCENARIO file: what to plan, one of "
+            f"{', '.join(FOR_CHOICES)} (as in 'relsim solve {args.scenario} --for retries')"
+        )
     if args.objective is not None and args.for_ != "allocation":
         raise RelsimError("--objective: is what --for allocation minimises: use it with that")
     from relsim.cli.plan_command import run_scenario

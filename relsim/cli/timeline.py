@@ -21,7 +21,7 @@ import sys
 import warnings
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar, unit_suffix
 from relsim.errors import RelsimError
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT).
@@ -154,7 +154,8 @@ def _summary(scenario: Any, path: str, out: Any) -> str:
     for key, label in (("expected_attempts", "attempts per trial"), ("expected_cost", "cost per trial"),
                        ("cost_per_success", "cost per success")):
         se = out.standard_errors.get(key, math.nan)
-        lines.append(f"{label:20} {_number(getattr(out, key)):>12} {_number(se):>11}")
+        lines.append(f"{label:20} {_number(getattr(out, key)):>12} {_number(se):>11}"
+                     + (unit_suffix(scenario) if "cost" in key else ""))
     lines.append("")
     d = out.duration
     lines.append(f"{'seconds per trial':20} {'mean':>12} {'p50':>11} {'p90':>11} {'p99':>11}")

@@ -22,6 +22,7 @@ from relsim.cli._args import (
     probability,
     target,
 )
+from relsim.errors import RelsimError
 
 nonzero_float = _args.ranged(
     "nonzero_float",
@@ -320,8 +321,30 @@ def _print_notes(notes, metrics=()) -> None:
         print(f"coverage     {', '.join(labels)}: {note}")
 
 
+#: A missing Inspect log folder of the examples: how the example makes it.
+EXAMPLE_LOGS = (
+    "; the example's, examples/harness/logs/, are made by "
+    "'python examples/harness/make_trials.py --inspect'"
+)
+
+
+def _check_logs(*paths: str) -> None:
+    """A path that looks like an Inspect log (a folder, ``.eval``, ``.json``) and does not
+    exist: say where such logs come from, and how the example makes its own."""
+    from pathlib import Path
+
+    for path in paths:
+        if not Path(path).exists() and Path(path).suffix.lower() in ("", ".eval", ".json"):
+            raise RelsimError(
+                f"{path}: file: must exist, got no such file or folder (an Inspect log folder "
+                f"is written by Inspect when it runs an eval{EXAMPLE_LOGS})"
+            )
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
+
+    _check_logs(args.trials)
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
     if args.report:  # before the analysis, not after it
@@ -481,6 +504,8 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from relsim import evalstats
+
+    _check_logs(args.baseline, args.candidate)
 
     if args.report:  # before the comparison, not after it
         from relsim import checks

@@ -102,6 +102,10 @@ def read_trials(
 
 
 
+#: What a missing path that looks like an Inspect log is told: where such logs come from.
+INSPECT_HINT = " (an Inspect log folder is written by Inspect when it runs an eval)"
+
+
 def load_trials(
     source: Any, threshold: float | None, scorer: str | None = None, metric: Any = ()
 ) -> pd.DataFrame:
@@ -111,6 +115,8 @@ def load_trials(
 
     if not isinstance(source, pd.DataFrame):
         path = Path(source)
+        if not path.exists() and path.suffix.lower() in ("", ".eval", ".json"):
+            raise TrialDataError(f"{path}: file: must exist, got no such file or folder{INSPECT_HINT}")
         if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
             return read_inspect_log(path, scorer=scorer, threshold=threshold, metric=metric)
     if scorer is not None:

@@ -15,7 +15,10 @@ checkpoints   the spacing ``every = k`` of least expected cost
 ============  ===========================================================================
 
 :func:`levers` answers the reviewer's question "which single change buys the most?": one row
-per change that applies to the scenario, evaluated exactly.
+per change that applies to the scenario, evaluated exactly. :func:`curve` answers "how much
+does this lever buy over its whole range?": the design judged exactly at each value of one
+key, varied as the planner of that key varies it (so a plan's value is on its curve), with
+the ceiling of more retries.
 
 A plan is feasible when the design meets the target by one rule, shared with the flag form
 and ``relsim evaluate --require-target`` (:func:`relsim.formulas.meets_target`): log success,
@@ -50,7 +53,7 @@ shadows a function of this namespace): ``chain`` (the closed-form chain planner)
 (:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
 (:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``search`` (the search methods),
 ``binding`` (which constraint binds), ``sensitivity`` (:func:`levers`, the single changes
-that move success), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
+that move success), ``curves`` (:func:`curve`, the design over one lever's range), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
 beats on cost and success), ``diagnosis`` (the reasons and remedies as message
 templates keyed by cause), ``result`` (:class:`Plan`) and ``_common`` (tolerances, limits,
 scenario transformations). Submodules load on first use, so ``relsim solve`` in flag form
@@ -79,6 +82,8 @@ _EXPORTS = {
     "ChainPlan": "relsim.plan.chain",
     "plan_chain": "relsim.plan.chain",
     "levers": "relsim.plan.sensitivity",
+    "Curve": "relsim.plan.curves",
+    "curve": "relsim.plan.curves",
     "frontier": "relsim.plan.dominance",
 }
 

@@ -62,6 +62,11 @@ POINT = 0.01
 # Values in ``set`` are rounded to this many decimals, so that 0.9 + 0.01 reads 0.91.
 _DIGITS = 12
 
+#: A change smaller than this, relative to the numbers compared, is float noise (the exact
+#: engine sums in another order for another design; its own error is far below this) and is
+#: reported as no change.
+NOISE = 1e-12
+
 
 def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
     r"""Every single design change that applies to ``scenario``, evaluated exactly.
@@ -75,7 +80,8 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
                              - \frac{E[\text{cost}](s)}{\text{success}(s)}
 
     (cost per success; infinite when success is 0, and the difference of two infinities is
-    NaN).
+    NaN). A difference within ``NOISE`` (relative) of the numbers compared is float noise and
+    is reported as 0.
 
     Parameters
     ----------
@@ -114,7 +120,7 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
                 "lever": lever,
                 "set": changes,
                 "success": outcome.success,
-                "delta_success": outcome.success - origin.success,
+                "delta_success": _difference(outcome.success, origin.success),
                 "cost_per_success": cps,
                 "delta_cost_per_success": _difference(cps, origin_cps),
             }
@@ -289,6 +295,18 @@ def _round(value: float) -> float:
 
 
 def _difference(new: float, old: float) -> float:
+    """``new - old``, with float noise rounded away: two numbers within ``NOISE`` (relative)
+    of each other are the same number reached by two orders of summation, and their
+    difference is 0, not ``-8.88e-16``.
+
+    Examples
+    --------
+    >>> _difference(7.006967742, 7.006967742 + 8.9e-16), _difference(0.5, 0.25)
+    (0.0, 0.25)
+    """
     if math.isinf(new) and math.isinf(old):
         return math.nan  # two infinite costs: no difference to report
-    return new - old
+    difference = new - old
+    if math.isfinite(difference) and abs(difference) <= NOISE * max(abs(new), abs(old)):
+        return 0.0
+    return difference

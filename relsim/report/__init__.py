@@ -5,12 +5,21 @@
     relsim report SCENARIO.toml -o report.html [--target T] [--trials N] [--seed S]
 
 The page holds the design as a table, its exact outcome and split, the target and what meets
-it (the planner's ``retries``, ``verifier`` and ``p`` answers, or why none does), the levers
-chart, the compounding context, a Monte Carlo check against the exact value and, when the
-scenario has time tables, a run in time (the split with timeouts and crashes, durations, waits,
-utilisation, a Gantt chart). Figures are inline SVG drawn by :mod:`relsim.plot`; the
-stylesheet is inline; there is no script, no external font and no image file, so it reads the
-same offline and prints cleanly.
+it (the planner's ``retries``, ``verifier``, ``p`` and ``checkpoints`` answers, or where the
+best lies when none does), the levers chart, the design over each lever's range (retries,
+verifier, agent, checkpoint spacing: :func:`relsim.plan.curve`, the exact engine at every
+value, with the ceiling of retries and the numbers under each figure), the compounding
+context of uniform chains, an explorer of a uniform verified chain (sliders recomputing the
+closed forms in the page: :mod:`relsim.report.explorer`), a Monte Carlo check against the
+exact value and, when the scenario has time tables, a run in time (the split with timeouts and
+crashes, durations, waits, utilisation, a Gantt chart). Figures are inline SVG drawn by
+:mod:`relsim.plot`; the stylesheet and the explorer's script are inline; there is no external
+script, font or image file, so it reads the same offline and prints cleanly.
+
+Every figure of the design itself is computed for the scenario under review, so the numbers
+of a figure are those of the tables beside it; the two figures of uniform chains (the
+compounding curves and the explorer) say so, and the compounding curve of the design's
+geometric-mean step success passes through the design's own success.
 
 Sections are functions (:mod:`relsim.report._sections`); :data:`SECTIONS` lists them in
 reading order and :func:`render` takes another tuple, so a section is added by one function.

@@ -5,8 +5,9 @@ Every report of relsim (the design review, the harness report) is a :class:`Repo
 figures by :func:`svg`, so all share one stylesheet and one way of writing SVG.
 
 Everything the page needs is inside it: the stylesheet is inline, the figures are inline
-SVG, the fonts are the reader's own (a system font stack), and there is no script. So the
-file reads the same offline, in a mail attachment or on paper.
+SVG, the fonts are the reader's own (a system font stack), and the one script (the design
+review's explorer, :mod:`relsim.report.explorer`) is inline and fetches nothing. So the file
+reads the same offline, in a mail attachment or on paper.
 """
 
 from __future__ import annotations
@@ -133,6 +134,14 @@ figcaption { color: var(--muted); font-size: .9rem; text-align: center; margin-t
 .good { color: var(--good); border-left-color: var(--good); }
 .bad { color: var(--bad); border-left-color: var(--bad); }
 .note { color: var(--muted); font-size: .9rem; }
+details.numbers { margin: -.8rem 0 1.2rem; font-size: .9rem; }
+details.numbers summary { color: var(--muted); cursor: pointer; }
+.explorer { margin: .6rem 0; }
+.explorer .slider { display: grid; grid-template-columns: minmax(12rem, 22rem) 1fr 4.5rem;
+                    gap: .75rem; align-items: center; padding: .15rem 0; }
+.explorer input[type=range] { width: 100%; }
+.explorer output { font-variant-numeric: tabular-nums; text-align: right; }
+table.explorer-out { max-width: 34rem; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule); }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; }
@@ -140,6 +149,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1
   h2 { break-after: avoid; }
   figure, table { break-inside: avoid; }
   .scroll { overflow: visible; }
+  details.numbers > :not(summary) { display: none; }
 }
 """
 

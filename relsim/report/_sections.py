@@ -15,11 +15,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
 from relsim.scenario import trial_model
-from relsim.report._html import Section, esc, new_figure, svg, table
+from relsim.report import explorer
+from relsim.report._html import Section, esc, new_figure, number, svg, table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from relsim.plan import Curve
     from relsim.results import Outcome, SimulatedOutcome
     from relsim.scenario import Scenario
 
@@ -57,6 +59,47 @@ class Context:
 
         return simulate(self.scenario, trials=self.trials, seed=self.seed, record=self.trials)
 
+    @cached_property
+    def plans(self) -> dict[str, Any]:
+        """The planner's answers for the target, by quantity (a :class:`relsim.plan.Plan`, or
+        the message of a quantity that cannot be planned for this scenario); empty without a
+        target."""
+        from relsim import plan as planner
+
+        if self.target is None:
+            return {}
+        quantities = ["retries", "verifier", "p"]
+        if self.scenario.checkpoints is not None:
+            quantities.append("checkpoints")
+        out: dict[str, Any] = {}
+        for quantity in quantities:
+            try:
+                out[quantity] = planner.solve(self.scenario, quantity, self.target)
+            except ValueError as error:  # this quantity cannot be planned for this scenario
+                out[quantity] = str(error)
+        return out
+
+    @cached_property
+    def curves(self) -> dict[str, "Curve"]:
+        """The design over each lever's range (:func:`relsim.plan.curve`), by scenario key,
+        holding the planner's answers and the single levers' values, so that every number of
+        the target and levers tables for one key is a point of its curve."""
+        from relsim.plan import curve
+
+        s = self.scenario
+        keys = ["p"]
+        if s.verifier is not None:
+            keys = ["retries.per_step", "verifier.miss", "verifier.false_reject", "p"]
+        if s.checkpoints is not None:
+            keys.append("checkpoints.every")
+        return {key: curve(s, key, also=_also(self, key)) for key in keys}
+
+    @property
+    def unit(self) -> str:
+        """The scenario's cost unit as a suffix for a heading (`` (USD)``), or ``""``."""
+        unit = self.scenario.cost.unit
+        return f" ({unit})" if unit else ""
+
     @property
     def meets_target(self) -> bool | None:
         if self.target is None:
@@ -69,6 +112,10 @@ def design(ctx: Context) -> Section:
     """The design as a table of its scenario keys."""
     s = ctx.scenario
     rows = [(key, _show(value)) for key, value in _flatten(s.to_dict())]
+    if s.target is not None and ctx.target != s.target:
+        # the file's target is not the one this review judges against: say which is which
+        rows = [(key, f"{value} (the file's; this review judges against {ctx.target:g})"
+                 if key == "target" else value) for key, value in rows]
     if s.checkpoints is not None:
         rows.append(("checkpoint positions", _show(list(trial_model(s).checkpoint_positions))))
     body = [
@@ -87,8 +134,8 @@ def outcome(ctx: Context) -> Section:
         ("silent failure (wrong, and nobody caught it)", o.silent_failure),
         ("detected failure (stopped, the failure is known)", o.detected_failure),
         ("attempts per trial", o.expected_attempts),
-        ("cost per trial", o.expected_cost),
-        ("cost per success", o.cost_per_success),
+        (f"cost per trial{ctx.unit}", o.expected_cost),
+        (f"cost per success{ctx.unit}", o.cost_per_success),
     ]
     results: dict[str, Any] = {"this design": o}
     best = ctx.levers.iloc[0] if len(ctx.levers) and ctx.levers.iloc[0]["delta_success"] > 0 else None
@@ -113,6 +160,16 @@ def outcome(ctx: Context) -> Section:
     return Section("outcome", "What the design achieves", "\n".join(body), ("outcome",))
 
 
+#: The target table's rows: planner quantity -> (words, the scenario key it sets).
+PLANNED = {
+    "retries": ("least retries per step", "retries.per_step"),
+    "verifier": ("largest verifier miss", "verifier.miss"),
+    "false_reject": ("largest verifier false_reject", "verifier.false_reject"),
+    "p": ("least per-attempt success p", "p"),
+    "checkpoints": ("checkpoint spacing of least cost", "checkpoints.every"),
+}
+
+
 def target(ctx: Context) -> Section:
     """The target, whether the design meets it, and what meets it (the planner's answers)."""
     if ctx.target is None:
@@ -122,7 +179,6 @@ def target(ctx: Context) -> Section:
         )
         return Section("target", "The target", note)
     from relsim import formulas
-    from relsim import plan as planner
 
     goal = ctx.target
     margin = ctx.exact.success - goal
@@ -133,42 +189,48 @@ def target(ctx: Context) -> Section:
         verdict = (f'<p class="verdict bad">Target {goal:g} NOT met: success '
                    f"{ctx.exact.success:.6f}, {100 * -margin:.2f} percentage points short.</p>")
     required = formulas.required_step_success(goal, ctx.scenario.steps)
-    # change, value, success, cost per success, meets target, why not
-    rows: list[
-        tuple[str, int | float | tuple[int, ...] | None, float | None, float | None, str, str]
-    ] = []
-    for quantity, words in (
-        ("retries", "least retries per step"),
-        ("verifier", "largest verifier miss"),
-        ("p", "least per-attempt success p"),
-    ):
-        try:
-            plan = planner.solve(ctx.scenario, quantity, goal)
-        except ValueError as error:  # this quantity cannot be planned for this scenario
-            rows.append((words, None, None, None, "not applicable", str(error)))
+    rows = []
+    for quantity, found in ctx.plans.items():
+        if isinstance(found, str):
+            rows.append((PLANNED[quantity][0], "-", None, None, "not applicable", found))
             continue
-        rows.append(
-            (
-                words,
-                plan.value,
-                plan.success,
-                plan.cost_per_success,
-                "yes" if plan.feasible else "no",
-                plan.reason or "",
-            )
-        )
+        rows.append(_plan_row(ctx, quantity, found))
+        if quantity == "verifier" and "false_reject" in found.details:
+            rows.append(_plan_row(ctx, "false_reject", found.details["false_reject"]))
     body = [
         verdict,
         f"<p>{ctx.scenario.steps} steps at target {goal:g} need each step to succeed with "
         f"probability {required:.6f} or more. What would meet the target, one quantity at a "
-        "time (everything else as designed; exact engine):</p>",
+        "time (everything else as designed; exact engine). When none does, the value is "
+        "<em>none</em> and the success is the best that quantity can buy:</p>",
         table(
-            ("change", "value", "success", "cost per success", "meets target", "why not"),
+            ("change", "value", "success", f"cost per success{ctx.unit}", "meets target", "why not"),
             rows,
             numeric=(False, True, True, True, False, False),
         ),
     ]
     return Section("target", "The target and what meets it", "\n".join(body))
+
+
+def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
+    """One row of the target table: a Plan, or the verifier plan's ``false_reject`` details."""
+    words, key = PLANNED[quantity]
+    if isinstance(plan, dict):  # the false_reject answer of the verifier plan
+        value, success, feasible = plan["value"], plan["success"], plan["feasible"]
+        cost, reason, ceiling = None, plan.get("reason"), plan.get("ceiling")
+    else:
+        value, success, feasible = plan.value, plan.success, plan.feasible
+        cost, reason, ceiling = plan.cost_per_success, plan.reason, plan.ceiling
+    if feasible:
+        return (words, value, success, cost, "yes", "")
+    # Infeasible: no value meets the target; say where the best success lies, beside the
+    # design's own value, so that "the nearest design" cannot read as an allowance.
+    mine = ctx.curves[key].design_value if key in ctx.curves else None
+    own = f"; the design's: {number(mine)}" if mine is not None else ""
+    best = success if ceiling is None else ceiling
+    why = (f"no {key} meets {ctx.target:g}: success is at most {best:.6f}, reached (to "
+           f"within 1e-6) at {key} = {number(value)}{own}. {reason or ''}").strip()
+    return (words, "none", success, cost, "no", why)
 
 
 def levers(ctx: Context) -> Section | None:
@@ -197,7 +259,8 @@ def levers(ctx: Context) -> Section | None:
         "check a row (<code>relsim levers</code> prints the same table).</p>",
         svg(figure, "levers", "Change in success from each single lever (percentage points)"),
         table(
-            ("lever", "set", "success", "change (points)", "cost per success", "change (cost)"),
+            ("lever", "set", "success", "change (points)", f"cost per success{ctx.unit}",
+             f"change{ctx.unit}"),
             rows,
             numeric=(False, False, True, True, True, True),
         ),
@@ -205,43 +268,138 @@ def levers(ctx: Context) -> Section | None:
     return Section("levers", "The levers: which change buys the most", "\n".join(body), ("levers",))
 
 
+#: The figures of the ranges section: figure name -> (caption, the curves' keys).
+RANGES = {
+    "retries": ("Success against the retry budget per step: this design, exact engine",
+                ("retries.per_step",)),
+    "verifier": ("Success against the verifier's error rates: this design, exact engine",
+                 ("verifier.miss", "verifier.false_reject")),
+    "agent": ("Success against the per-attempt success p: this design, exact engine", ("p",)),
+    "checkpoints": ("Success and cost per success against the checkpoint spacing: this design, "
+                    "exact engine", ("checkpoints.every",)),
+}
+#: The planner's answer on each curve: key -> the quantity of :data:`PLANNED`.
+_PLANNED_BY_KEY = {key: quantity for quantity, (_, key) in PLANNED.items()}
+
+
+def ranges(ctx: Context) -> Section:
+    """This design over each lever's range (:func:`relsim.plan.curve`): what more retries, a
+    better verifier, a better agent and other checkpoint spacings buy, with the ceiling of
+    retries and the planner's answers on the curves; each figure's numbers in a table."""
+    from relsim import plot
+
+    curves = ctx.curves
+    body = [
+        "<p>Each figure is <strong>this design</strong>, judged by the exact engine at every "
+        "value of one quantity (set the same on every step; everything else as designed). "
+        "The large dot is the design (a dash-dot line when its steps differ, so that it is "
+        "not on the curve), diamonds are the planner's answers of the target table, and the "
+        "dashed line is the ceiling of more retries: the success unlimited retries per step "
+        "reach. The numbers behind each figure are under it.</p>"
+    ]
+    figures = []
+    for name, (caption, keys) in RANGES.items():
+        shown = [key for key in keys if key in curves]
+        if not shown:
+            continue
+        panels = len(shown) + (1 if name == "checkpoints" else 0)
+        figure = new_figure(7.0, 4.4 * panels)  # panels one above the other: wide legends fit
+        axes = figure.subplots(panels, 1, squeeze=False)[:, 0]
+        for ax, key in zip(axes, shown):
+            plot.curve(curves[key], target=ctx.target, marks=_marks(ctx, key),
+                       unit=ctx.scenario.cost.unit, ax=ax)
+        if name == "checkpoints":
+            plot.curve(curves[shown[0]], y="cost_per_success", marks=_marks(ctx, shown[0]),
+                       unit=ctx.scenario.cost.unit, ax=axes[-1])
+        body.append(svg(figure, name, caption))
+        body += [_numbers(ctx, key) for key in shown]
+        figures.append(name)
+    return Section("ranges", "What each lever buys: the design over its range", "\n".join(body),
+                   tuple(figures))
+
+
+def _marks(ctx: Context, key: str) -> dict[str, Any]:
+    """The planner's answer on the curve of ``key``, as :func:`relsim.plot.curve` marks."""
+    quantity = _PLANNED_BY_KEY.get(key)
+    plan = ctx.plans.get("verifier" if quantity == "false_reject" else quantity or "")
+    if plan is None or isinstance(plan, str):
+        return {}
+    if quantity == "false_reject":
+        answer = plan.details.get("false_reject")
+        if answer is None:
+            return {}
+        value, feasible = answer["value"], answer["feasible"]
+    else:
+        value, feasible = plan.value, plan.feasible
+    if value is None:
+        return {}
+    words = "meets the target" if feasible else "the best; none meets the target"
+    return {f"planner ({words})": value}
+
+
+def _numbers(ctx: Context, key: str) -> str:
+    """The numbers behind the curve of ``key``: a table in a ``<details>`` under its figure."""
+    c = ctx.curves[key]
+    marks = {value: label for label, value in _marks(ctx, key).items()}
+    rows = []
+    for value, o in zip(c.values, c.outcomes):
+        notes = []
+        if value == c.design_value:
+            notes.append("the design")
+        if value in marks:
+            notes.append(marks[value])
+        rows.append((value, o.success, o.cost_per_success, "; ".join(notes)))
+    if c.ceiling is not None:
+        rows.append((f"{c.ceiling_at} and more", c.ceiling, None,
+                     f"ceiling: {c.ceiling_note}"))
+    return (
+        f'<details class="numbers" data-curve="{esc(key)}"><summary>The numbers: {esc(key)}'
+        "</summary>\n"
+        + table((key, "success", f"cost per success{ctx.unit}", "note"), rows,
+                numeric=(True, True, True, False))
+        + "</details>"
+    )
+
+
+def _also(ctx: Context, key: str) -> list[Any]:
+    """The values the curve of ``key`` must hold besides its range: the planner's answer and
+    the single lever that sets ``key`` (one more retry, a rate halved, a point more p,
+    checkpoints twice as often), so the tables' numbers are points of the figure."""
+    out = list(_marks(ctx, key).values())
+    for changes in ctx.levers["set"]:
+        if list(changes) == [key] and not isinstance(changes[key], list):
+            out.append(changes[key])
+    return out
+
+
 def compounding(ctx: Context) -> Section:
-    """Where the design sits on the compounding curves, and (with a verifier) its ceiling."""
+    """Context: where the design sits on the compounding curves of uniform chains."""
     import numpy as np
 
     from relsim import plot
 
     s = ctx.scenario
-    per_step = ctx.exact.success ** (1.0 / s.steps)
+    success = ctx.exact.success
+    per_step = success ** (1.0 / s.steps)
     last = max(50, 2 * s.steps)
     steps = np.unique(np.round(np.linspace(1, last, min(last, 200))).astype(int))
     figure = new_figure(7.0, 4.2)
     ax = figure.add_subplot()
-    plot.compounding(p=(0.9, 0.95, 0.99, round(per_step, 6)), steps=steps, target=ctx.target, ax=ax)
+    plot.compounding(p=(0.9, 0.95, 0.99, per_step), steps=steps, target=ctx.target, ax=ax)
     ax.axvline(s.steps, color="gray", linewidth=0.8)
-    figures = ["compounding"]
+    ax.plot([s.steps], [success], linestyle="none", marker="o", markersize=8, color="black",
+            label=f"this design: {s.steps} steps, {success:.6f} (exact engine)")
+    ax.set_title("Errors compound: uniform chains, and where this design sits")
+    ax.legend()
     body = [
-        f"<p>This design's {s.steps} steps succeed end to end with {ctx.exact.success:.6f}, "
-        f"as if each step succeeded with {per_step:.6f} (the geometric mean; the curve "
-        f"<em>p = {per_step:.6g}</em>). The grey line marks its length.</p>",
-        svg(figure, "compounding", "End-to-end success against the number of steps"),
+        f"<p>Context, not this design's engine: chains of identical independent steps, whose "
+        f"success is p<sup>n</sup>. This design's {s.steps} steps succeed end to end with "
+        f"{success:.6f} (the dot), as a uniform chain would whose steps each succeeded with "
+        f"{per_step:.6f} (the geometric mean; its curve passes through the dot). The grey "
+        "line marks the design's length.</p>",
+        svg(figure, "compounding", "End-to-end success against the number of steps: uniform chains"),
     ]
-    if s.verifier is not None:
-        model = trial_model(s)
-        p, miss, false_reject = (float(a.mean()) for a in (model.p, model.miss, model.false_reject))
-        budget = int(model.per_step.max())
-        chart = new_figure(7.0, 4.2)
-        plot.retries(p, s.steps, miss, false_reject, max_retries=max(10, budget + 2),
-                     target=ctx.target, ax=chart.add_subplot())
-        figures.append("retries")
-        body += [
-            f"<p>Retries against the verifier's ceiling for a uniform chain of {s.steps} steps "
-            f"at this design's mean values (p = {p:.4g}, miss = {miss:.4g}, false_reject = "
-            f"{false_reject:.4g}; closed form, no correlation or checkpoints): past the dashed "
-            "ceiling no number of retries helps; only a better verifier or agent does.</p>",
-            svg(chart, "retries", "End-to-end success against the retry budget per step"),
-        ]
-    return Section("compounding", "Context: errors compound", "\n".join(body), tuple(figures))
+    return Section("compounding", "Context: errors compound", "\n".join(body), ("compounding",))
 
 
 def monte_carlo(ctx: Context) -> Section | None:
@@ -314,7 +472,7 @@ def in_time(ctx: Context) -> Section | None:
     rows += [(f"duration {key} (seconds)", value, se.get("duration") if key == "mean" else None)
              for key, value in run.duration.items()]
     rows += [(f"mean wait for {key} (seconds)", value, None) for key, value in run.wait.items()]
-    rows += [(f"utilisation of {key}", value, None) for key, value in run.utilisation.items()]
+    rows += [(f"utilisation of {key}", _percent(value), None) for key, value in run.utilisation.items()]
     rows += [
         ("makespan (seconds)", run.makespan, None),
         ("trials ended per hour", run.throughput_per_hour, None),
@@ -347,7 +505,9 @@ SECTIONS: tuple[Callable[[Context], Section | None], ...] = (
     outcome,
     target,
     levers,
+    ranges,
     compounding,
+    explorer.section,
     monte_carlo,
     in_time,
 )
@@ -384,6 +544,11 @@ def _show(value: Any) -> str:
     if value is None:
         return "none"
     return str(value)
+
+
+def _percent(share: float | None) -> str:
+    """A share of time as ``relsim timeline`` prints it (``85.0%``; ``-`` when there is none)."""
+    return "-" if share is None else f"{share:.1%}"
 
 
 def _z(estimate: float, exact: float, se: float) -> float | None:

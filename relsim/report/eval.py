@@ -44,8 +44,8 @@ LARGEST_K = 20
 
 #: The harness report's footnote, after "Made by relsim ... with <command>."
 FOOTER = (
-    "Every number is the result's own: its JSON (to_dict) holds the same. Intervals are "
-    "clustered by task (the task is the unit of sampling), as each section says."
+    "Every number is the result's own: its to_dict() holds the same. Intervals are clustered by "
+    "task (the task is the unit of sampling), as each section says."
 )
 
 

@@ -54,6 +54,8 @@ MAX_STEPS = 100_000
 MAX_PER_STEP = 10_000
 MAX_TOTAL = 1_000_000
 MAX_ROLLBACKS = 10_000
+#: The longest cost unit: a label printed beside numbers ("USD", "GPU-hours").
+MAX_UNIT = 16
 
 PerStepFloat = float | tuple[float, ...]
 PerStepInt = int | tuple[int, ...]
@@ -172,17 +174,20 @@ class Correlation:
 @dataclass(frozen=True)
 class Cost:
     """Costs in any unit: per attempt (number or per-step list), per verified attempt, per
-    checkpoint check and per rollback."""
+    checkpoint check and per rollback. ``unit`` names the unit (``"USD"``, ``"tokens"``) for
+    display beside every cost printed; the engines never read it."""
 
     attempt: PerStepFloat = 1.0
     verify: float = 0.0
     checkpoint: float = 0.0
     rollback: float = 0.0
+    unit: str = ""
 
     def __post_init__(self) -> None:
         _set(self, "attempt", _nonnegatives(self.attempt, "cost.attempt"))
         for key in ("verify", "checkpoint", "rollback"):
             _set(self, key, checks.nonnegative(getattr(self, key), f"cost.{key}", _E))
+        checks.text(self.unit, "cost.unit", MAX_UNIT, _E)
 
 
 #: table name -> dataclass, in file order (section 3's, then section 7's)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Sequence
 
 from relsim import checks
 from relsim.errors import RelsimError, invalid
+from relsim.sweeps._main_guard import check_main_guard
 from relsim.sweeps.grid import Grid
 from relsim.sweeps.methods import Method, method, run_batch
 from relsim.sweeps.store import Journal, check_output, journal_path, write_frame
@@ -72,7 +73,9 @@ def sweep(
         base scenario is refused). None: keep nothing on disk.
     workers : int or None
         Run on a dask ``LocalCluster`` of this many worker processes (one thread each), at
-        most ``WORKERS_PER_CORE`` (4) per core of this machine.
+        most ``WORKERS_PER_CORE`` (4) per core of this machine. They import the main script
+        again, so a script calls this under ``if __name__ == "__main__":``; one that does not
+        is refused at once, before any process starts.
     scheduler : str, distributed.Client or None
         Run on an existing dask cluster: its scheduler's address (``tcp://HOST:PORT`` or
         ``tls://HOST:PORT``) or a connected ``Client``. The connection and dask's handshake
@@ -126,6 +129,7 @@ def sweep(
         _check_workers(workers)
         if scheduler is not None:
             raise RelsimError("workers: give workers (a local cluster) or scheduler, not both")
+        check_main_guard()  # before any worker process starts: they import the script again
     if scheduler is not None:
         _check_scheduler(scheduler)
     if batch is not None:

@@ -127,6 +127,22 @@ print(f"plan.verifier with 10 retries: miss <= {planned.value:.7f}, success {pla
 print(f"min_p     {formulas.min_p(steps, target, miss):.6f}    (by hand {p_by_hand:.6f})")
 
 # %% [markdown]
+# ## Explore
+#
+# The same closed forms as sliders (`relsim.report.explorer.widget`; the HTML report of
+# `relsim report` has the same explorer in the page). Drag `miss` below `max_miss` and watch
+# the ceiling rise past the target; drag `retries` and watch success climb to the ceiling.
+# Here the cell sets `miss` as a reviewer would drag it.
+
+# %%
+from relsim.report import explorer
+
+box = explorer.widget(p=p, steps=steps, retries=3, miss=miss, target=target)
+box.sliders["miss"].value = 0.018
+explored = formulas.verified_step(p, 3, 0.018).success ** steps
+box
+
+# %% [markdown]
 # A verifier that rejects good attempts (`false_reject`) barely moves the ceiling when `miss`
 # is small, but it costs attempts and needs more retries. With a verifier at `miss = 0.01`
 # (below `max_miss`):
@@ -173,3 +189,5 @@ assert abs((1 - task_ceiling) - 0.241374) < 5e-7   # the silent share's limit
 # false_reject: every row still meets the target, and rejecting good work costs attempts
 assert all(row[1] is not None and row[2] >= target for row in rows)
 assert all(later[3] > earlier[3] for earlier, later in zip(rows, rows[1:]))
+# the explorer shows the closed form for the values its sliders hold
+assert f"{explored:.6f}" in box.shown.value and box.sliders["miss"].value == 0.018
