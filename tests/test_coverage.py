@@ -23,7 +23,7 @@ The intervals are relsim's own functions, called on all the simulated evals at o
 vectorised); ``test_evalstats_coverage_parts.py``-style unit tests in tests/test_evalstats.py
 hold ``analyze`` and ``compare`` to exactly these compositions. The Monte Carlo error of a
 coverage near 95% is ``sqrt(.95 * .05 / SIMULATIONS)`` = 0.5 points. Every cell must reach the
-floor, 90%; the README's table ("Measured coverage") lists what was measured (regenerate it
+floor, 90%; the table in docs/commands/trials.md ("Measured coverage") lists what was measured (regenerate it
 with ``python3 tests/test_coverage.py``). Negative controls: the old intervals (a t interval
 of the paired difference, the log-scale delta interval of a ratio) fail the floor in cells
 the issue listed, and a wrong truth is caught.
@@ -380,11 +380,11 @@ def test_negative_controls_fail_the_floor():
     assert held(low, high, 2.0 * truth)[0] < FLOOR
 
 
-# ----------------------------------------------------------------- the README's table
+# ------------------------------------------- the table in docs/commands/trials.md
 
 
 def table() -> str:
-    """The README's coverage table: per quantity and world, the least coverage over its
+    """The coverage table of docs/commands/trials.md: per quantity and world, the least coverage over its
     variants (k, no change or a gain) at each design, in %, with the most evals left without
     an interval ("n/a")."""
     rows: dict[str, dict[tuple[int, int], tuple[float, float]]] = {}

@@ -3,7 +3,7 @@ r"""``compare``: a paired comparison of two evals on the tasks they share, on ev
 Each quantity is compared task by task, over the :math:`T` shared tasks (eligible in both; for
 pass@k, at least k trials in each), with an interval built to hold down to a few tasks
 (:mod:`relsim.evalstats.smallsample`; coverage measured in ``tests/test_coverage.py`` and
-tabled in the README):
+tabled in docs/commands/trials.md):
 
 - **success, pass@k, pass^k**: the per-task values are the unbiased estimates (docs/model.md
   section 2) and the difference is the mean of the per-task differences

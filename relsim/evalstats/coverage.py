@@ -8,7 +8,7 @@ and 50 tasks x 1, 3 and 5 trials and measures how often each 95% interval ``anal
 for each quantity and design, written down here (a test holds the two together), and
 :func:`coverage_note` says so in the output where it is below :data:`NOTE_BELOW`: the
 interval there is the best of those measured, and still covered less than asked. The full
-table is in the README ("Measured coverage").
+table is in docs/commands/trials.md ("Measured coverage").
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def coverage_note(quantity: str, tasks: int, trials: float) -> str | None:
     Examples
     --------
     >>> coverage_note("rate", 12, 3)
-    'measured coverage 90.4% at 10 tasks x 3 trials, below the 95% asked (README: Measured coverage)'
+    'measured coverage 90.4% at 10 tasks x 3 trials, below the 95% asked (docs/commands/trials.md: Measured coverage)'
     >>> coverage_note("success", 50, 3) is None
     True
     """
@@ -99,5 +99,5 @@ def coverage_note(quantity: str, tasks: int, trials: float) -> str | None:
         return None
     return (
         f"measured coverage {100 * measured:.1f}% at {design[0]} tasks x {design[1]} trial"
-        f"{'s' if design[1] > 1 else ''}, below the 95% asked (README: Measured coverage)"
+        f"{'s' if design[1] > 1 else ''}, below the 95% asked (docs/commands/trials.md: Measured coverage)"
     )

@@ -179,7 +179,7 @@ def pass_k(
     population value, measured in ``tests/test_coverage.py`` (task rates logit-normal, typical
     and low success; 2,000 simulated evals a cell, Monte Carlo error 0.5 points): 94-99.4% at
     10, 20 and 50 tasks x 1, 3 and 5 trials but for 93.2% on success at 20 x 1 near 0.15
-    (the README's table); 95% within the Monte Carlo error on 500 tasks x 5 trials; and
+    (docs/commands/trials.md's table); 95% within the Monte Carlo error on 500 tasks x 5 trials; and
     conservative with 10 tasks or rates piled at 0 or 1 (10 tasks x 5 trials that all succeed
     give success the interval [0.94, 1] and pass@5, which each task's five trials show only
     once, [0.72, 1]).

@@ -120,7 +120,7 @@ def tasks_needed(
     differ in difficulty, the true binomial variance is smaller, so :math:`T` errs on the
     large side); the test is the two-sided paired t-test at level :math:`\alpha` on
     differences close enough to normal (``relsim compare``'s own interval is more cautious
-    than the t-test on a handful of tasks, see the README's coverage table).
+    than the t-test on a handful of tasks, see the coverage table in docs/commands/trials.md).
 
     Parameters
     ----------

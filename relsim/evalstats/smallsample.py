@@ -6,7 +6,7 @@ of per-task totals (metrics, rates, cost per success), and their p-values.
 vectorised over any leading axes, so ``tests/test_coverage.py`` measures exactly these
 functions on thousands of simulated evals at once; internally each works at a level
 ``alpha = 1 - confidence``, so :func:`relsim.intervals.p_value_by_inversion` can ask for
-intervals at any level. Their coverage, measured, is in the README ("Measured coverage").
+intervals at any level. Their coverage, measured, is in docs/commands/trials.md ("Measured coverage").
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def paired_proportion_interval(
     ((1-\bar u)(1-\bar v))}`), cut to [-1, 1]. It never has zero width: four tasks that all
     went 0 -> 1 give [-0.06, 1], ten tasks that did not move at all (one trial each) give
     about [-0.22, 0.22], the rule of three's width. Its coverage is measured in
-    ``tests/test_coverage.py`` (README: "Measured coverage").
+    ``tests/test_coverage.py`` (docs/commands/trials.md: "Measured coverage").
 
     Parameters
     ----------
