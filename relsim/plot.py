@@ -609,7 +609,11 @@ def durations(
         seconds = np.sort((spans["end"] - spans["arrive"]).to_numpy(dtype=float))
         share = np.arange(1, seconds.size + 1) / seconds.size
         total = getattr(result, "trials", None)
-        if total == seconds.size:
+        tasks = getattr(result, "tasks", None)  # a workload records its first replication
+        if tasks:
+            label = (f"all {tasks} tasks of the first replication" if tasks == seconds.size
+                     else f"the first {seconds.size} of {tasks} tasks of the first replication (recorded)")
+        elif total == seconds.size:
             label = f"all {total} trials"
         elif total:  # the first trials of a fleet need not look like the rest (no queue yet)
             label = f"the first {seconds.size} of {total} trials (recorded)"
@@ -617,8 +621,10 @@ def durations(
             label = f"recorded trials ({seconds.size})"
         ax.step(seconds, share, where="post", color=WORK_COLOR, label=label)
     quantiles = [float(summary[key]) for key in ("p50", "p90", "p99")]
+    replications = getattr(result, "replications", None)
     ax.plot(quantiles, [0.5, 0.9, 0.99], linestyle="none", marker="o", color="black",
-            label="p50, p90, p99 (all trials)")
+            label=f"p50, p90, p99 (mean of {replications} replications)" if replications
+            else "p50, p90, p99 (all trials)")
     ax.axvline(float(summary["mean"]), linestyle="--", color="gray",
                label=f"mean {float(summary['mean']):.4g} s")
     if deadline is not None:
