@@ -302,8 +302,15 @@ def in_time(ctx: Context) -> Section | None:
     from relsim import plot
     from relsim.timeline import simulate_timeline
 
-    trials = min(ctx.trials, TIMELINE_TRIALS)
-    run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)
+    from relsim.scenario import time_model
+
+    time = time_model(s)
+    if time.workload:  # replications of the workload (docs/model.md section 7, "Workloads")
+        run = simulate_timeline(s, replications=None, seed=ctx.seed,
+                                record=min(time.tasks, TIMELINE_TRIALS))
+    else:
+        trials = min(ctx.trials, TIMELINE_TRIALS)
+        run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)
     timing = getattr(s, "timing", None)
     deadline = getattr(timing, "deadline", None)
     se = run.standard_errors
