@@ -37,6 +37,7 @@ from relsim.cli._args import (
     progress_bar,
     ranged,
 )
+from relsim.cli._time import number, target_lines
 from relsim.errors import RelsimError
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT).
@@ -198,16 +199,6 @@ _SHARES = (
 )
 _RESOURCES = {"agents": "agents", "rate_limit": "rate limit", "llm": "LLM slots",
               "reviewers": "reviewers", "rpm": "rpm limit", "tpm": "tpm limit"}
-#: A target's words: its quantity, the side it is met from, the unit.
-_TARGET_WORDS = {
-    "success": ("success", ">=", ""), "duration_mean": ("mean duration", "<=", " s"),
-    "duration_p50": ("duration p50", "<=", " s"), "duration_p90": ("duration p90", "<=", " s"),
-    "duration_p99": ("duration p99", "<=", " s"), "timeout": ("timeout share", "<=", ""),
-    "throughput_per_hour": ("throughput per hour", ">=", ""),
-    "cost_per_success": ("cost per success", "<=", ""),
-}
-
-
 def summary(scenario: Any, path: str, out: Any) -> str:
     """The readable report of one timeline run (either mode)."""
     title = scenario.name or path
@@ -270,34 +261,10 @@ def precision_line(out: Any) -> str:
     return f"precision: the mean duration's standard error is {out.precision:.1%} of it"
 
 
-def target_lines(targets: Any) -> list[str]:
-    """One line per target: the quantity, the target, the verdict, the estimate and interval."""
-    lines = []
-    for key, verdict in targets.items():
-        words, side, unit = _TARGET_WORDS[key]
-        status = verdict["status"]
-        shown = {"met": "met", "missed": "MISSED", "undecided": "UNDECIDED"}[status]
-        estimate = verdict["estimate"]
-        interval = verdict["ci"]
-        detail = "no estimate" if estimate is None else f"{_number(estimate)}{unit}"
-        if interval is not None:
-            detail += f", 95% interval {_number(interval[0])} to {_number(interval[1])}"
-        lines.append(f"{words} {side} {_number(verdict['target'])}{unit}: {shown} ({detail})")
-    return lines
-
-
 def _row(label: str, out: Any, key: str, value: Any = None) -> str:
     if value is None:
         value = getattr(out, key)
     se = out.standard_errors.get(key)
     interval = out.intervals.get(key)
-    shown = "" if interval is None else f"[{_number(interval[0])}, {_number(interval[1])}]"
-    return f"{label:26} {_number(value):>11} {_number(se):>11}   {shown}"
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if not math.isfinite(value):
-        return "inf" if value == math.inf else "n/a"
-    return f"{value:.6g}" if value != 0 else "0"
+    shown = "" if interval is None else f"[{number(interval[0])}, {number(interval[1])}]"
+    return f"{label:26} {number(value):>11} {number(se):>11}   {shown}"
