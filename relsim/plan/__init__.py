@@ -85,6 +85,7 @@ _EXPORTS = {
     "ChainPlan": "relsim.plan.chain",
     "plan_chain": "relsim.plan.chain",
     "levers": "relsim.plan.sensitivity",
+    "time_levers": "relsim.plan.sensitivity",
     "frontier": "relsim.plan.dominance",
     "resources": "relsim.plan.capacity",
     "ResourcePlan": "relsim.plan.capacity",
