@@ -294,6 +294,7 @@ def time_levers(
     replications: int | None = None,
     trials: int | None = None,
     seed: int = 0,
+    baseline: Any = None,
 ) -> "pd.DataFrame":
     r"""Every single change to a scenario's time tables, judged with the timeline engine.
 
@@ -307,6 +308,9 @@ def time_levers(
         Independent trials of every run (a batch sharing nothing; None: 2000).
     seed : int
         The seed of every run: the changes share the baseline's random numbers.
+    baseline : TimelineOutcome or None
+        The scenario's own run with ``seed`` when it is at hand (the changes then run with its
+        replications or trials); None: run here.
 
     Returns
     -------
@@ -341,14 +345,15 @@ def time_levers(
     quantities = tuple(targets) or tuple(
         q for q in TIME_QUANTITIES if time.workload or q != "throughput_per_hour")
     if time.workload:
-        origin = simulate_timeline(base, replications=replications, seed=seed)
+        origin = baseline or simulate_timeline(base, replications=replications, seed=seed)
         replications = origin.replications
 
         def run(design: Scenario) -> Any:
             return simulate_timeline(design, replications=replications, seed=seed)
     else:
         trials = TIME_TRIALS if trials is None else trials
-        origin = simulate_timeline(base, trials, seed=seed)
+        origin = baseline or simulate_timeline(base, trials, seed=seed)
+        trials = origin.trials
 
         def run(design: Scenario) -> Any:
             if time_model(design).workload:  # pragma: no cover - no time lever shares anything new
@@ -374,12 +379,12 @@ def time_levers(
         better = frame[f"delta_{first}"] * (1.0 if first in _AT_LEAST else -1.0)
         frame = frame.assign(_order=better.fillna(-math.inf)).sort_values(
             ["met", "_order"], ascending=False, kind="stable").drop(columns="_order").reset_index(drop=True)
-    baseline: dict[str, Any] = {}
+    summary: dict[str, Any] = {}
     for key in quantities:
-        baseline[key] = origin.quantity(key)[0]
+        summary[key] = origin.quantity(key)[0]
         if key in targets:
-            baseline[f"status_{key}"] = origin.targets[key]["status"]
-    frame.attrs.update(baseline=baseline, quantities=quantities, targets=targets,
+            summary[f"status_{key}"] = origin.targets[key]["status"]
+    frame.attrs.update(baseline=summary, quantities=quantities, targets=targets,
                        replications=origin.replications, trials=origin.trials, seed=seed)
     return frame
 
