@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(outcome.to_dict())
     else:
-        print(summary(scenario, args.scenario, outcome))
+        print(summary(scenario, args.scenario, outcome, by_rule=args.replications is None))
     for line in outcome.warnings:
         print(f"relsim: warning: {line}", file=sys.stderr)
     if outcome.partial:
@@ -199,8 +199,9 @@ _SHARES = (
 )
 _RESOURCES = {"agents": "agents", "rate_limit": "rate limit", "llm": "LLM slots",
               "reviewers": "reviewers", "rpm": "rpm limit", "tpm": "tpm limit"}
-def summary(scenario: Any, path: str, out: Any) -> str:
-    """The readable report of one timeline run (either mode)."""
+def summary(scenario: Any, path: str, out: Any, by_rule: bool = False) -> str:
+    """The readable report of one timeline run (either mode); ``by_rule``: the default rule
+    chose the number of replications."""
     title = scenario.name or path
     lines = []
     if out.partial:
@@ -208,7 +209,7 @@ def summary(scenario: Any, path: str, out: Any) -> str:
         lines.append(f"PARTIAL RESULT: interrupted after {done}")
     lines.append(f"{title}: {scenario.steps} steps, timeline")
     lines.append(run_line(out))
-    precision = precision_line(out)
+    precision = precision_line(out, by_rule)
     if precision:
         lines.append(precision)
     lines.append("")
@@ -254,11 +255,21 @@ def run_line(out: Any) -> str:
             f"seed {out.seed}")
 
 
-def precision_line(out: Any) -> str:
-    """How precise the run is: the mean duration's standard error against the mean."""
+def precision_line(out: Any, by_rule: bool = False) -> str:
+    """How precise the run is: the mean duration's standard error against the mean, and for
+    a workload whose replications the default rule chose, whether the rule's aim was reached."""
     if out.precision is None:
         return ""
-    return f"precision: the mean duration's standard error is {out.precision:.1%} of it"
+    line = f"precision: the mean duration's standard error is {out.precision:.1%} of it"
+    if by_rule and out.replications is not None:
+        from relsim.timeline._driver import MAX_DEFAULT_REPLICATIONS, PRECISION
+
+        if out.precision > PRECISION and out.replications >= MAX_DEFAULT_REPLICATIONS:
+            line += (f" (the default aims at {PRECISION:.0%} but stops at {MAX_DEFAULT_REPLICATIONS} "
+                     "replications: give --replications for more)")
+        else:
+            line += f" (the default: the least replications within {PRECISION:.0%})"
+    return line
 
 
 def _row(label: str, out: Any, key: str, value: Any = None) -> str:
