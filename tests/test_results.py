@@ -207,7 +207,9 @@ def test_the_timeline_result_is_a_simulated_outcome():
     assert keys == [
         *(name for key in shares for name in (key, f"{key}_se", f"{key}_ci")),
         "duration", "duration_se", "wait", "utilisation", "bottleneck",
-        "makespan", "throughput_per_hour", "successes_per_hour", "warnings",
+        *(name for key in ("makespan", "throughput_per_hour", "successes_per_hour")
+          for name in (key, f"{key}_se", f"{key}_ci")),
+        "warnings",
         "method", "trials", "seed", "partial", "replications", "tasks", "warmup", "precision",
     ]
     # independent trials: the percentiles have intervals, there is no throughput
