@@ -251,6 +251,7 @@ def test_time_levers_are_their_sets_run_on_the_baselines_seeds():
     assert faster == {"resources.review": {"mean": 112.5}}
 
 
+@pytest.mark.slow
 def test_a_deadline_lever_of_independent_trials_combines_the_two_runs_errors():
     from relsim.plan import time_levers
 

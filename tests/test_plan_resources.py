@@ -73,6 +73,7 @@ def test_the_planner_finds_erlang_cs_least_pool():
     assert result.tried[None] == "met" and result.tried[4] == "not met"
 
 
+@pytest.mark.slow
 def test_every_count_runs_on_the_same_seeds():
     # common random numbers: the answer's run is simulate_timeline on the planned scenario with
     # the plan's seed, and replication r of every count draws the same tasks and decisions (so

@@ -168,6 +168,7 @@ def brute_force_noisy(values, errors, larger_better, z=1.96) -> set[int]:
     return keep
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([0.5, 0.6, 0.7]), st.sampled_from([1.0, 2.0, 3.0]),
                           st.sampled_from([100.0, 200.0]), st.sampled_from([0.0, 0.02, 0.1]),

@@ -20,7 +20,7 @@ from relsim.timeline import _driver
 #: Reviewers fed Poisson arrivals with exponential reviews: an M/M/2 queue at 75% load.
 QUEUE = {"steps": 1, "p": 0.9, "verifier": {"miss": 0.2}, "retries": {"per_step": 1},
          "checkpoints": {"final": True, "human": True},
-         "fleet": {"arrivals": "poisson", "rate_per_hour": 45, "tasks": 300},
+         "fleet": {"arrivals": "poisson", "rate_per_hour": 45, "tasks": 200},
          "resources": {"reviewers": 2, "review": {"mean": 120}}}
 
 
@@ -106,6 +106,7 @@ def test_poisson_arrivals_with_nothing_shared_are_a_workload():
     assert 50 < out.throughput_per_hour <= 61
 
 
+@pytest.mark.slow
 def test_the_default_rule_stops_at_the_least_precise_enough_count(monkeypatch):
     # a queue whose mean duration varies from one replication to the next: the rule runs
     # replications one by one from MIN_REPLICATIONS and stops at the first whose mean
@@ -206,7 +207,7 @@ def test_the_spread_across_seeds_is_the_reported_standard_error():
     # the check: 40 seeds of 4 replications each; for every time quantity the spread
     # of the 40 estimates matches the standard errors the runs reported (an F test at the 1e-4
     # level, so a correct engine fails it once in 10,000 runs of this test)
-    runs = [simulate_timeline(QUEUE, replications=REPLICATIONS, seed=seed, record=300)
+    runs = [simulate_timeline(QUEUE, replications=REPLICATIONS, seed=seed, record=200)
             for seed in range(SEEDS)]
     for key in QUANTITIES:
         per_seed = np.array([run.replication_values[key] for run in runs], dtype=float)
@@ -221,7 +222,7 @@ def test_the_spread_across_seeds_is_the_reported_standard_error():
     for run in runs:
         ev = run.events
         durations = (ev[ev.kind == "end"].set_index("trial").time
-                     - ev[ev.kind == "arrive"].set_index("trial").time).to_numpy()[30:]
+                     - ev[ev.kind == "arrive"].set_index("trial").time).to_numpy()[20:]
         naive.append(durations.std(ddof=1) / math.sqrt(durations.size))
     first = np.array([run.replication_values["duration_mean"][0] for run in runs])
     assert first.std(ddof=1) / math.sqrt(np.mean(np.square(naive))) > 1.5
@@ -233,7 +234,7 @@ def test_independent_trials_percentile_errors_match_the_spread_across_seeds():
     # spread of the percentile across seeds (within the chi-square noise of 40 seeds)
     s = {"steps": 4, "p": 0.8, "verifier": {}, "retries": {"per_step": 2},
          "timing": {"attempt": {"median": 5, "p95": 20}}}
-    runs = [simulate_timeline(s, 1000, seed=seed) for seed in range(SEEDS)]
+    runs = [simulate_timeline(s, 600, seed=seed) for seed in range(SEEDS)]
     for key in ("duration_mean", "duration_p50", "duration_p90", "success", "expected_cost"):
         estimates = np.array([run.quantity(key)[0] for run in runs])
         reported = np.array([run.standard_errors[key] for run in runs])

@@ -158,7 +158,7 @@ for label, o in [("no gate", ungated), ("gate, no redo", gated), ("gate, one red
 # target met only when the interval of the p90 lies under 900 s.
 
 # %%
-SLA_S, QUEUE_SEED, REPLICATIONS = 900, 1, 8
+SLA_S, QUEUE_SEED, REPLICATIONS = 900, 1, 6
 assert support.targets.duration_p90 == SLA_S
 
 def with_reviewers(design: relsim.Scenario, reviewers: int, **resources) -> relsim.Scenario:
@@ -253,7 +253,7 @@ erlang = {}
 for reviewers in (2, 3):
     queue = variant(with_reviewers(support, reviewers, review={"mean": review_s}),
                     checkpoints={**support.to_dict()["checkpoints"], "rollbacks": 0},
-                    fleet={**support.to_dict()["fleet"], "tasks": 2000, "warmup": 200})
+                    fleet={**support.to_dict()["fleet"], "tasks": 1500, "warmup": 150})
     run = relsim.simulate_timeline(queue, replications=REPLICATIONS, seed=QUEUE_SEED)
     se = run.standard_errors["wait_reviewers"]
     z = (run.wait["reviewers"] - erlang_wait(reviewers, review_s)) / se
