@@ -320,7 +320,7 @@ class TimelineOutcome(SimulatedOutcome):
     ...                       duration={"mean": 20.0})
     >>> d = out.to_dict()
     >>> d["method"], d["timeout"], d["duration"], isinstance(out, SimulatedOutcome)
-    ('timeline', 0.0, {'mean': 20.0}, True)
+    ('timeline', 0.0, {'mean': 20.0, 'mean_se': None, 'mean_ci': [None, None]}, True)
     >>> out.to_row()["duration_mean"]
     20.0
     """
