@@ -173,7 +173,7 @@ def simulate_timeline(
             simpy_events = run.simpy_events
     frame = _event_frame(events) if record else None
     if time.workload:
-        partial = flag.is_set
+        partial = not _finished(runs, replications)
         if len(runs) < 2:
             raise KeyboardInterrupt  # interrupted before two replications ended: no spread
         if partial:
@@ -221,6 +221,15 @@ def _replicate(model: Model, time: TimeModel, root: np.random.SeedSequence,
         if replications is None and len(runs) >= MIN_REPLICATIONS and _replications.precise(runs, PRECISION):
             break
     return runs, simpy_events
+
+
+def _finished(runs: list[dict[str, Any]], replications: int | None) -> bool:
+    """Every replication asked for ended (or, by the default rule, enough of them): a Ctrl-C
+    after the last one leaves the result whole."""
+    if replications is not None:
+        return len(runs) == replications
+    return len(runs) >= MAX_DEFAULT_REPLICATIONS or (
+        len(runs) >= MIN_REPLICATIONS and _replications.precise(runs, PRECISION))
 
 
 def _event_frame(events: list[tuple]) -> Any:
