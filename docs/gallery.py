@@ -61,7 +61,7 @@ def figures() -> dict[str, object]:
 
     def timed():
         design = relsim.Scenario.from_toml(SCENARIOS / "support_reviewers.toml")
-        return relsim.simulate_timeline(design, 2000, seed=1, record=2000)
+        return relsim.simulate_timeline(design, replications=5, seed=1, record=1000)
 
     return {
         "compounding": lambda: plot.compounding(target=0.95),

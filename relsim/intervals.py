@@ -26,6 +26,7 @@ __all__ = [
     "normal_interval",
     "p_value_by_inversion",
     "percentile_interval",
+    "quantile_interval",
     "sign_test",
     "t_interval",
     "wilson",
@@ -115,6 +116,34 @@ def t_interval(mean: float, se: float, count: int, confidence: float = 0.95) -> 
 
     half = float(stats.t.ppf(0.5 + confidence / 2, count - 1)) * se
     return (mean - half, mean + half)
+
+
+def quantile_interval(values: Any, q: float, confidence: float = 0.95, *,
+                      presorted: bool = False) -> tuple[float, float]:
+    r"""A distribution-free interval of the ``q`` quantile of the distribution ``values`` were
+    drawn from: the order statistics :math:`(x_{(l)}, x_{(u)})` with ``l`` the
+    :math:`(1-\gamma)/2` quantile of :math:`B \sim \mathrm{Binomial}(n, q)` and ``u`` one
+    above its :math:`(1+\gamma)/2` quantile, so that
+    :math:`P(x_{(l)} \le \xi_q < x_{(u)}) = P(l \le B < u) \ge \gamma` (clipped to the
+    sample's ends). NaN at both ends with no values.
+
+    Examples
+    --------
+    >>> quantile_interval(range(1, 101), 0.5)  # ranks 40 and 61 of 1..100
+    (40.0, 61.0)
+    """
+    import numpy as np
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    if not presorted:
+        x = np.sort(x)
+    n = x.size
+    if n == 0:
+        return (math.nan, math.nan)
+    low = int(stats.binom.ppf((1.0 - confidence) / 2, n, q))
+    high = int(stats.binom.ppf((1.0 + confidence) / 2, n, q)) + 1
+    return (float(x[min(max(low, 1), n) - 1]), float(x[min(max(high, 1), n) - 1]))
 
 
 def percentile_interval(replicates: Any, confidence: float = 0.95) -> tuple[float, float]:

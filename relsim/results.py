@@ -57,6 +57,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from relsim.errors import invalid
 from relsim.intervals import binomial_se, normal_interval, wilson
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -234,43 +235,79 @@ class SimulatedOutcome(Outcome):
 class TimelineOutcome(SimulatedOutcome):
     """What a fleet of trials of one scenario does in time (docs/model.md section 7).
 
-    A :class:`SimulatedOutcome` (its estimates from :func:`estimate`, as Monte Carlo's) with
-    two more shares and the time quantities.
+    A :class:`SimulatedOutcome` with two more shares and the time quantities, in one of two
+    modes (docs/model.md section 7, "Workloads"):
+
+    * **independent trials** (batch arrivals, nothing shared): ``trials`` trials; the shares
+      and means have :func:`estimate`'s standard errors, the duration percentiles
+      distribution-free intervals (order statistics; their standard error is the interval's
+      half-width over 1.96), and there is no throughput (``makespan`` and the rates per hour
+      are None);
+    * **a workload** (Poisson arrivals or anything shared): ``replications`` runs of the
+      scenario's ``tasks`` tasks (the first ``warmup`` left out); every quantity is the mean
+      over replications, its standard error their spread over the square root of their
+      number, its interval the 95% t interval; cost per success is the ratio of the means.
 
     Attributes
     ----------
     success, silent_failure, detected_failure, timeout, infra_failure : float
-        Shares of the trials run that ended each way (they sum to 1).
+        Shares of the trials that ended each way (they sum to 1).
     expected_attempts, expected_cost : float
         Mean attempts and cost per trial; a trial stopped by its deadline or a crash counts
         what it had spent by then.
-    standard_errors : mapping of str to float
-        ``<key>`` -> standard error: binomial for the shares, ``s / sqrt(N)`` for the means
-        (``duration`` is the mean duration's), delta method for ``cost_per_success``
-        (infinite when no trial succeeded).
-    intervals : mapping of str to (float, float)
-        95% intervals: Wilson for the shares, normal for the means and cost per success.
+    standard_errors, intervals : mapping
+        By key: the shares and means as above; the time figures by their flattened names
+        (``duration_p90``, ``wait_reviewers``, ``utilisation_tpm``, ``throughput_per_hour``,
+        ...); ``duration`` is the mean duration's too.
     percentiles : mapping
         Empty: the timeline's percentiles are those of :attr:`duration`.
     duration : mapping of str to float
-        ``mean``, ``p50``, ``p90``, ``p99`` of arrival-to-end seconds over all trials.
+        ``mean``, ``p50``, ``p90``, ``p99`` of arrival-to-end seconds.
     wait : mapping of str to float
         Mean seconds per trial spent waiting for ``agents``, ``rate_limit``, ``llm`` and
         ``reviewers``.
     utilisation : mapping of str to float or None
         ``agents``, ``llm``, ``reviewers``: busy capacity-seconds / (capacity x makespan);
-        None when the resource is unlimited or unused.
-    makespan : float
-        Seconds from the first arrival to the last end.
+        ``rpm``, ``tpm``: calls (tokens) taken / the most the bucket can give in the window
+        (a full minute's allowance plus its refill over the makespan); None when the resource
+        is unlimited or unused. In a workload the window runs from the arrival
+        of the first task after the warm-up to the last end (the drain included).
+    offered_load : mapping of str to float or None
+        With Poisson arrivals: the work arriving per second (rate x the mean a task holds
+        the resource, or its calls or tokens) over the capacity; 1 or more: a queue that
+        grows with the length of the run. Empty otherwise.
+    bottleneck : str or None
+        The limited resource nearest its capacity (agents counted without the time their
+        trials wait for the others); None when nothing is limited.
+    makespan : float or None
+        Seconds of the window above; None for independent trials.
     throughput_per_hour, successes_per_hour : float or None
-        Trials ended (successes) x 3600 / makespan; None when the makespan is 0.
-    trials, seed : int
-        Trials run and the seed that drew them.
+        Trials ended (successes) x 3600 / makespan; None for independent trials or when no
+        time passed.
+    targets : mapping of str to mapping
+        The scenario's targets in time (docs/model.md section 7), each
+        ``{"target", "estimate", "ci", "status"}`` with ``status`` ``"met"`` (the 95%
+        interval on the right side), ``"missed"`` (on the wrong side) or ``"undecided"``.
+    warnings : tuple of str
+        What makes the figures fragile: a resource whose offered load reaches its capacity,
+        waits that grow within a replication, a target that cannot be judged.
+    trials : int
+        Trials the estimate covers (a workload: replications x (tasks - warmup)).
+    seed : int or None
+        The seed that drew them.
+    replications, tasks, warmup : int or None
+        A workload's replications and its tasks and warm-up per replication (None for
+        independent trials).
+    precision : float or None
+        The mean duration's standard error over the mean duration (None when it is 0).
     partial : bool
-        True when the run was interrupted and reports the trials that had ended.
+        True when the run was interrupted and reports the trials (replications) that ended.
+    replication_values : mapping of str to tuple
+        A workload's per-replication values of every quantity, by flattened name (not
+        compared, not in ``to_dict``): what paired comparisons between designs read.
     events : pandas.DataFrame or None
-        With ``record=K``: every event of the first K trials, columns :data:`EVENT_COLUMNS`
-        (not compared, not in ``to_dict``).
+        With ``record=K``: every event of the first K trials (of the first replication),
+        columns :data:`EVENT_COLUMNS` (not compared, not in ``to_dict``).
     simpy_events : int
         simpy events the run processed (the benchmarks' unit of work; not compared).
     method : str
@@ -283,7 +320,7 @@ class TimelineOutcome(SimulatedOutcome):
     ...                       duration={"mean": 20.0})
     >>> d = out.to_dict()
     >>> d["method"], d["timeout"], d["duration"], isinstance(out, SimulatedOutcome)
-    ('timeline', 0.0, {'mean': 20.0}, True)
+    ('timeline', 0.0, {'mean': 20.0, 'mean_se': None, 'mean_ci': [None, None]}, True)
     >>> out.to_row()["duration_mean"]
     20.0
     """
@@ -294,35 +331,129 @@ class TimelineOutcome(SimulatedOutcome):
     duration: Mapping[str, float] = field(default_factory=dict)
     wait: Mapping[str, float] = field(default_factory=dict)
     utilisation: Mapping[str, float | None] = field(default_factory=dict)
-    makespan: float = 0.0
+    offered_load: Mapping[str, float | None] = field(default_factory=dict)
+    bottleneck: str | None = None
+    makespan: float | None = None
     throughput_per_hour: float | None = None
     successes_per_hour: float | None = None
+    targets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    replications: int | None = None
+    tasks: int | None = None
+    warmup: int | None = None
+    precision: float | None = None
+    replication_values: Mapping[str, tuple[float | None, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
     events: "pd.DataFrame | None" = field(default=None, compare=False, repr=False)
     simpy_events: int = field(default=0, compare=False)
 
     method: ClassVar[str] = "timeline"
     _KEYS: ClassVar[tuple[str, ...]] = (*TIMELINE_PROPORTIONS, *OUTCOME_KEYS[3:])
+    _QUANTITIES: ClassVar[tuple[str, ...]] = (
+        *_KEYS, "makespan", "throughput_per_hour", "successes_per_hour")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict with the keys of docs/model.md section 7: each share and mean
-        followed by ``<key>_se`` and ``<key>_ci``, then ``duration``, ``duration_se``,
-        ``wait``, ``utilisation``, ``makespan``, ``throughput_per_hour``,
-        ``successes_per_hour``, ``method``, ``trials``, ``seed`` and ``partial``.
+        """A JSON-ready dict with the keys of docs/model.md section 7: each share and
+        mean followed by ``<key>_se`` and ``<key>_ci``; the tables ``duration``, ``wait``,
+        ``utilisation`` (and ``offered_load``), each figure followed by ``<name>_se`` and
+        ``<name>_ci`` inside its table; ``duration_se`` (the mean's); ``bottleneck``;
+        ``makespan``, ``throughput_per_hour``, ``successes_per_hour`` with theirs;
+        ``targets``; ``warnings``; ``method``, ``trials``, ``seed``, ``partial``,
+        ``replications``, ``tasks``, ``warmup`` and ``precision``.
 
         Infinite values become ``None`` (JSON has no infinity).
         """
         return super().to_dict()
 
+    @property
+    def meets_targets(self) -> bool | None:
+        """Every target met (None when the scenario sets none)."""
+        if not self.targets:
+            return None
+        return all(verdict["status"] == "met" for verdict in self.targets.values())
+
+    def quantity(self, key: str) -> tuple[float | None, tuple[float, float] | None]:
+        """The estimate of a reported quantity by its flattened name (``success``,
+        ``duration_p90``, ``wait_reviewers``, ``throughput_per_hour``, ...) and its 95%
+        interval (None when it has none)."""
+        for table, figures in (("duration", self.duration), ("wait", self.wait),
+                               ("utilisation", self.utilisation),
+                               ("offered_load", self.offered_load)):
+            name = key[len(table) + 1:]
+            if key.startswith(f"{table}_") and name in figures:
+                value = figures[name]
+                break
+        else:
+            if key not in self._QUANTITIES:
+                raise invalid("key", "a reported quantity such as success or duration_p90", key)
+            value = getattr(self, key)
+        interval = self.intervals.get(key)
+        return value, (None if interval is None else (float(interval[0]), float(interval[1])))
+
     def _figure_items(self) -> dict[str, Any]:
-        items: dict[str, Any] = {"duration": dict(self.duration)}
+        items: dict[str, Any] = {"duration": self._table("duration", self.duration)}
         if "duration" in self.standard_errors:
             items["duration_se"] = _number(self.standard_errors["duration"])
-        items["wait"] = dict(self.wait)
-        items["utilisation"] = dict(self.utilisation)
-        items["makespan"] = self.makespan
-        items["throughput_per_hour"] = self.throughput_per_hour
-        items["successes_per_hour"] = self.successes_per_hour
+        items["wait"] = self._table("wait", self.wait)
+        items["utilisation"] = self._table("utilisation", self.utilisation)
+        if self.offered_load:
+            items["offered_load"] = self._table("offered_load", self.offered_load)
+        items["bottleneck"] = self.bottleneck
+        for key in ("makespan", "throughput_per_hour", "successes_per_hour"):
+            items[key] = _number(getattr(self, key))
+            items.update(self._errors(key))
+        if self.targets:
+            items["targets"] = {
+                key: {"target": v["target"], "estimate": _number(v["estimate"]),
+                      "ci": None if v["ci"] is None else [_number(x) for x in v["ci"]],
+                      "status": v["status"]}
+                for key, v in self.targets.items()
+            }
+        items["warnings"] = list(self.warnings)
         return items
+
+    def _table(self, name: str, figures: Mapping[str, float | None]) -> dict[str, Any]:
+        """A table of figures, each followed by its ``_se`` and ``_ci``."""
+        out: dict[str, Any] = {}
+        for key, value in figures.items():
+            out[key] = _number(value)
+            for extra, item in self._errors(f"{name}_{key}").items():
+                out[extra[len(name) + 1:]] = item
+        return out
+
+    def _errors(self, key: str) -> dict[str, Any]:
+        """``<key>_se`` and ``<key>_ci``, null for a figure that has none (an unlimited
+        resource's utilisation, the throughput of independent trials): every run has the
+        same keys, so rows of both modes stack into one table."""
+        return {f"{key}_se": None, f"{key}_ci": [None, None], **self._estimate_items(key)}
+
+    def _run_items(self) -> dict[str, Any]:
+        items = super()._run_items()
+        items["replications"] = self.replications
+        items["tasks"] = self.tasks
+        items["warmup"] = self.warmup
+        items["precision"] = self.precision
+        return items
+
+
+def judge(target: float, interval: tuple[float, float] | None, at_least: bool) -> str:
+    """A target's verdict from its quantity's 95% interval (docs/model.md section 7):
+    ``"met"`` when the interval lies on the right side of the target, ``"missed"`` when it
+    lies on the wrong side, ``"undecided"`` otherwise (or without an interval).
+
+    Examples
+    --------
+    >>> judge(0.9, (0.92, 0.95), at_least=True), judge(900.0, (850.0, 950.0), at_least=False)
+    ('met', 'undecided')
+    """
+    if interval is None:
+        return "undecided"
+    low, high = interval
+    if at_least:
+        met, missed = low >= target, high < target
+    else:
+        met, missed = high <= target, low > target
+    return "met" if met else "missed" if missed else "undecided"
 
 
 def cost_per_success(expected_cost: float, success: float) -> float:

@@ -205,3 +205,106 @@ def test_one_fewer_step_trims_every_per_step_list():
     # The hardest step is the third (p = 0.7); "one more retry" raises each step's budget.
     assert rows["p +1 point on the hardest step (step 3)"] == {"p": [0.9, 0.8, 0.71]}
     assert rows["one more retry per step"] == {"retries.per_step": [2, 3, 4]}
+
+
+# ------------------------------------------------------------------------------ time levers
+def _paired_interval(base, other, key):
+    """The change's 95% t interval from the per-replication differences (the test's own)."""
+    import numpy as np
+    from scipy import stats
+
+    d = np.asarray(other.replication_values[key]) - np.asarray(base.replication_values[key])
+    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
+    return d.mean() - half, d.mean() + half
+
+
+QUEUED = {"steps": 2, "p": 0.9, "verifier": {"miss": 0.2}, "retries": {"per_step": 1},
+          "checkpoints": {"final": True, "human": True},
+          "timing": {"attempt": {"mean": 5}, "deadline": 900},
+          "fleet": {"arrivals": "poisson", "rate_per_hour": 40, "agents": 3, "tasks": 200},
+          "resources": {"reviewers": 2, "review": {"mean": 150}, "llm_concurrency": 2,
+                        "rpm": 30, "tpm": 30000, "tokens": 500},
+          "targets": {"duration_p90": 600, "success": 0.5}}
+
+
+@pytest.mark.slow
+def test_time_levers_are_their_sets_run_on_the_baselines_seeds():
+    from relsim.plan import time_levers
+
+    table = time_levers(QUEUED, replications=3, seed=2)
+    assert sorted(table["lever"]) == sorted([
+        "one more reviewer", "one more agent", "one more LLM slot", "rpm doubled", "tpm doubled",
+        "review 25% faster", "deadline 50% longer"])
+    assert table.attrs["quantities"] == ("success", "duration_p90")
+    assert list(table["met"]) == sorted(table["met"], reverse=True)
+    base = relsim.simulate_timeline(QUEUED, replications=3, seed=2)
+    assert table.attrs["baseline"]["duration_p90"] == base.duration["p90"]
+    for row in table.to_dict("records"):
+        variant = _set(relsim.Scenario.from_dict(QUEUED).to_dict(), row["set"])
+        again = relsim.simulate_timeline(variant, replications=3, seed=2)
+        assert row["duration_p90"] == again.duration["p90"], row["lever"]
+        assert row["status_duration_p90"] == again.targets["duration_p90"]["status"]
+        assert row["delta_duration_p90"] == pytest.approx(again.duration["p90"] - base.duration["p90"])
+        low, high = _paired_interval(base, again, "duration_p90")
+        assert (row["delta_duration_p90_low"], row["delta_duration_p90_high"]) == pytest.approx((low, high))
+    faster = table.set_index("lever").loc["review 25% faster", "set"]
+    assert faster == {"resources.review": {"mean": 112.5}}
+
+
+@pytest.mark.slow
+def test_a_deadline_lever_of_independent_trials_combines_the_two_runs_errors():
+    from relsim.plan import time_levers
+
+    harness = {"steps": 3, "p": 0.8, "verifier": {}, "retries": {"per_step": 2},
+               "timing": {"attempt": {"median": 10, "p95": 40}, "deadline": 40}}
+    table = time_levers(harness, trials=1500, seed=1)
+    assert list(table["lever"]) == ["deadline 50% longer"] and table.at[0, "set"] == {"timing.deadline": 60.0}
+    assert "throughput_per_hour" not in table.attrs["quantities"]  # a batch has no rate
+    base = relsim.simulate_timeline(harness, 1500, seed=1)
+    longer = relsim.simulate_timeline({**harness, "timing": {**harness["timing"], "deadline": 60}},
+                                      1500, seed=1)
+    se = math.hypot(base.standard_errors["success"], longer.standard_errors["success"])
+    delta = longer.success - base.success
+    assert table.at[0, "delta_success"] == pytest.approx(delta) and delta > 0
+    assert table.at[0, "delta_success_low"] == pytest.approx(delta - 1.959963984540054 * se)
+
+
+def test_cost_per_success_change_is_paired_through_its_linearisation():
+    from relsim.plan.sensitivity import _paired
+
+    base = relsim.simulate_timeline(QUEUED, replications=4, seed=3)
+    other = relsim.simulate_timeline(_set(base_dict := relsim.Scenario.from_dict(QUEUED).to_dict(),
+                                          {"resources.reviewers": 3}), replications=4, seed=3)
+    assert base_dict["resources"]["reviewers"] == 2
+    delta, low, high = _paired("cost_per_success", base, other)
+    assert delta == pytest.approx(other.cost_per_success - base.cost_per_success)
+    assert low <= delta <= high
+
+
+def test_levers_cli_adds_the_time_levers(capsys, tmp_path):
+    path = tmp_path / "queued.toml"
+    path.write_text("""steps = 1
+p = 1.0
+[checkpoints]
+final = true
+human = true
+[fleet]
+arrivals = "poisson"
+rate_per_hour = 50
+tasks = 150
+[resources]
+reviewers = 2
+review = { mean = 120 }
+[targets]
+duration_mean = 200
+""", encoding="utf-8")
+    assert main(["levers", str(path), "--replications", "2", "--seed", "4", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["time"]["replications"] == 2 and data["time"]["seed"] == 4
+    assert sorted(row["lever"] for row in data["time"]["levers"]) == ["one more reviewer", "review 25% faster"]
+    assert main(["levers", str(path), "--replications", "2", "--seed", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "time levers (timeline, 2 replications a run, seed 4" in out
+    assert "one more reviewer (resources.reviewers = 3)" in out and "95% interval" in out
+    status = main(["levers", str(path), "--trials", "10"])
+    assert status == 2 and "--trials: not for a workload" in capsys.readouterr().err

@@ -528,7 +528,7 @@ BUSY = {
     "checkpoints": {"final": True, "human": True, "detect": 0.9, "rollbacks": 1},
     "timing": {"attempt": {"median": 6, "p95": 20}, "verify": 1,
                "backoff": {"base": 1, "factor": 2, "jitter": True}, "deadline": 400},
-    "fleet": {"arrivals": "poisson", "rate_per_hour": 80, "agents": 3},
+    "fleet": {"arrivals": "poisson", "rate_per_hour": 80, "agents": 3, "tasks": 120, "warmup": 0},
     "resources": {"llm_concurrency": 2, "rpm": 5, "reviewers": 1, "review": {"mean": 40}},
     "infra": {"crash_per_hour": 3},
 }
@@ -537,7 +537,7 @@ BUSY_TRIALS = 120
 
 @pytest.fixture(scope="module")
 def busy_run():
-    return relsim.simulate_timeline(BUSY, BUSY_TRIALS, seed=3, record=BUSY_TRIALS)
+    return relsim.simulate_timeline(BUSY, replications=2, seed=3, record=BUSY_TRIALS)
 
 
 def _spans_by_hand(events):
@@ -586,10 +586,11 @@ def test_timeline_gantt_of_a_real_run_tiles_each_trial(busy_run, ax):
     for k, line in markers.items():
         assert line.get_xdata()[0] == spans.loc[k, "end"]
         assert line.get_color() == plot.OUTCOME_COLORS[spans.loc[k, "outcome"]]
-    # Every trial is drawn, so the markers' colours count the run's outcome shares.
+    # Every trial of the recorded (first) replication is drawn, so the markers' colours count
+    # that replication's outcome shares.
     for outcome, color in plot.OUTCOME_COLORS.items():
         drawn = sum(line.get_color() == color for line in ax.lines)
-        assert drawn == round(getattr(busy_run, outcome) * BUSY_TRIALS), outcome
+        assert drawn == round(busy_run.replication_values[outcome][0] * BUSY_TRIALS), outcome
 
 
 @pytest.mark.slow
@@ -601,9 +602,11 @@ def test_timeline_gantt_waits_add_up_to_the_engines_waits(busy_run, ax):
         for _, width, color in bars:
             if color in colour_of:
                 seconds[colour_of[color]] += width
-    # The engine tallies each trial's waits as it runs, not from the log.
+    # The engine tallies each trial's waits as it runs, not from the log (the recorded
+    # replication's are the first of its per-replication values).
     for resource in ("agents", "rate_limit", "llm", "reviewers"):
-        assert seconds[resource] / BUSY_TRIALS == pytest.approx(busy_run.wait[resource], rel=1e-9)
+        first = busy_run.replication_values[f"wait_{resource}"][0]
+        assert seconds[resource] / BUSY_TRIALS == pytest.approx(first, rel=1e-9)
         assert seconds[resource] > 0
     assert seconds["backoff"] > 0
 
@@ -668,13 +671,16 @@ def test_durations_of_a_real_run_against_its_summary_and_deadline(ax):
 @pytest.mark.slow
 def test_durations_of_the_first_recorded_trials_of_a_fleet(ax):
     support = relsim.Scenario.from_toml(str(SCENARIO_DIR / "support_reviewers.toml"))
-    run = relsim.simulate_timeline(support, 300, seed=2, record=50)
+    support = relsim.Scenario.from_dict({**support.to_dict(), "fleet": {
+        **support.to_dict()["fleet"], "tasks": 300}})
+    run = relsim.simulate_timeline(support, replications=2, seed=2, record=50)
     plot.durations(run, ax=ax)
     ecdf, points, mean = ax.lines  # no deadline in this scenario: no deadline line
     spans = _spans_by_hand(run.events)
     assert len(spans) == 50
     np.testing.assert_array_equal(ecdf.get_xdata(), np.sort((spans["end"] - spans["arrive"]).to_numpy()))
-    assert ecdf.get_label() == "only the first 50 of 300 trials: not a random sample"
+    assert ecdf.get_label() == "the first 50 of 300 tasks of the first replication (recorded)"
+    assert points.get_label() == "p50, p90, p99 (mean of 2 replications)"
     # The summary is the whole run's, not the recorded trials'.
     np.testing.assert_array_equal(points.get_xdata(), [run.duration[k] for k in ("p50", "p90", "p99")])
     assert mean.get_xdata()[0] == run.duration["mean"]

@@ -444,7 +444,7 @@ def test_time_section_from_the_timeline_engine():
     assert report.figures[-3:] == ("time-split", "durations", "gantt")
     run = timeline.simulate_timeline(design, trials=2_000, seed=4)  # the section's run
     html = report.html
-    assert "plays 2000 trials (seed 4)" in html
+    assert "plays 2000 independent trials (seed 4)" in html and "a batch has no throughput" in html
     for value in (run.success, run.timeout, run.duration["p90"]):
         assert f'<td class="num">{value:.6g}</td>' in html
     # Constant durations (docs/model.md section 7): a trial lasts 10 s per attempt, so those
@@ -452,3 +452,39 @@ def test_time_section_from_the_timeline_engine():
     assert 0 < run.timeout < 1 and run.duration["p99"] <= 60
     durations_svg = html.split('data-figure="durations"', 1)[1].split("</svg>", 1)[0]
     assert ">deadline 60 s<" in durations_svg and ">all 2000 trials<" in durations_svg
+    # the one time lever that applies: a longer deadline, with its change in success
+    assert "deadline 50% longer" in html and "timing.deadline = 90.0" in html
+
+
+@pytest.mark.slow
+def test_time_section_of_a_workload_answers_its_targets():
+    import relsim.timeline as timeline
+    design = {"steps": 1, "p": 0.9, "checkpoints": {"final": True, "human": True},
+              "fleet": {"arrivals": "poisson", "rate_per_hour": 30, "tasks": 150},
+              "resources": {"reviewers": 3, "review": {"mean": 60}},
+              "targets": {"duration_p90": 600, "duration_mean": 20}}
+    report = render(design, trials=1_000, seed=2)
+    section = report.sections[-1]
+    assert section.id == "time"
+    run = timeline.simulate_timeline(design, seed=2)  # the section's run: the default rule
+    html = report.html
+    assert (f"runs the workload (150 tasks, the first 15 left out as warm-up) {run.replications} "
+            "times on seeds spawned from 2") in html
+    assert f"standard error is {run.precision:.1%} of it" in html
+    assert run.targets["duration_p90"]["status"] == "met" and run.targets["duration_mean"]["status"] == "missed"
+    assert "<td class=\"wrap\">duration_p90</td>" in html and "<td class=\"wrap\">missed</td>" in html
+    assert "In time, not every target is met" in html
+    assert "Bottleneck: <strong>reviewers</strong>" in html
+    assert "one more reviewer" in html and "review 25% faster" in html
+    assert "resources.reviewers = 4" in html and f"({run.replications} replications each)" in html
+    assert html.count("95% interval") >= 3
+
+
+@pytest.mark.slow
+def test_an_overloaded_workloads_warnings_are_in_the_report():
+    design = {"steps": 1, "p": 1.0, "checkpoints": {"final": True, "human": True},
+              "fleet": {"arrivals": "poisson", "rate_per_hour": 60, "tasks": 120},
+              "resources": {"reviewers": 1, "review": {"mean": 90}}}
+    html = render(design, trials=500, seed=1).html
+    assert html.count('<p class="verdict bad">Warning: ') == 2
+    assert "Warning: reviewers: offered load 1.5" in html

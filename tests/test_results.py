@@ -206,9 +206,38 @@ def test_the_timeline_result_is_a_simulated_outcome():
               "expected_attempts", "expected_cost", "cost_per_success")
     assert keys == [
         *(name for key in shares for name in (key, f"{key}_se", f"{key}_ci")),
-        "duration", "duration_se", "wait", "utilisation", "makespan", "throughput_per_hour",
-        "successes_per_hour", "method", "trials", "seed", "partial",
+        "duration", "duration_se", "wait", "utilisation", "bottleneck",
+        *(name for key in ("makespan", "throughput_per_hour", "successes_per_hour")
+          for name in (key, f"{key}_se", f"{key}_ci")),
+        "warnings",
+        "method", "trials", "seed", "partial", "replications", "tasks", "warmup", "precision",
     ]
+    # independent trials: the percentiles have intervals, there is no throughput
+    d = out.to_dict()
+    assert list(d["duration"]) == [f"{key}{suffix}" for key in ("mean", "p50", "p90", "p99")
+                                   for suffix in ("", "_se", "_ci")]
+    assert d["makespan"] is None and d["throughput_per_hour"] is None and d["replications"] is None
+
+
+def test_a_workload_result_reports_every_figure_with_its_error():
+    out = simulate_timeline({"steps": 2, "p": 0.8, "verifier": {}, "retries": {"per_step": 1},
+                             "timing": {"attempt": {"mean": 4}},
+                             "fleet": {"arrivals": "poisson", "rate_per_hour": 600, "tasks": 60},
+                             "resources": {"llm_concurrency": 1}, "targets": {"duration_p90": 60}},
+                            replications=3, seed=2)
+    d = out.to_dict()
+    assert list(d)[-4:] == ["replications", "tasks", "warmup", "precision"]
+    assert (d["replications"], d["tasks"], d["warmup"], d["trials"]) == (3, 60, 6, 3 * 54)
+    for table in ("duration", "wait", "utilisation", "offered_load"):
+        for key, value in list(d[table].items()):
+            if value is not None and not key.endswith(("_se", "_ci")):
+                assert f"{key}_se" in d[table] and f"{key}_ci" in d[table], (table, key)
+    assert d["bottleneck"] == "llm" and set(d["targets"]) == {"duration_p90"}
+    verdict = d["targets"]["duration_p90"]
+    assert verdict["estimate"] == d["duration"]["p90"] and verdict["ci"] == d["duration"]["p90_ci"]
+    row = out.to_row()
+    assert row["targets_duration_p90_ci_low"] == verdict["ci"][0]
+    assert row["offered_load_llm_se"] == d["offered_load"]["llm_se"]
 
 
 # ------------------------------------------------------------------------------ flattening

@@ -297,15 +297,16 @@ OUTSIDE = {
     "confused_agent.toml": set(),
     "correlated_retries.toml": {"83.2%", "95.4%"},
     "eval_agent.toml": {"95%"},
-    # timeline scenarios: inputs (a miss rate, the SLA's 90%), and the shares and utilisations
-    # of a run, checked in test_scenario_files_time.py
+    # timeline scenarios: inputs (a miss rate, the SLA's 90%), the precision aimed at (2%),
+    # intervals' confidence (95%), and the shares and utilisations of a run, checked in
+    # test_scenario_files_time.py
     "flaky_eval_harness.toml": {"10%", "59%"},
-    "fleet_rate_limits.toml": {"5%"},
+    "fleet_rate_limits.toml": {"5%", "95%"},
     "human_gate.toml": {"20%", "95%"},
     "lesson_25_steps.toml": {"99%", "95%"},
     "production_agent.toml": {"5%", "3%", "$0.03", "$0.10", "$0.01", "$0.05"},
     "shared_budget.toml": set(),
-    "support_reviewers.toml": {"85%", "90%", "100%", "57%", "43%", "80%"},
+    "support_reviewers.toml": {"85%", "90%", "100%", "57%", "43%", "80%", "2%", "95%"},
     "verifier_ceiling.toml": {"10%", "75.9%", "95%"},
 }
 

@@ -6,9 +6,9 @@ seed (so a lucky seed cannot carry it) with a tolerance of 5 standard errors com
 that run, and against a reference from outside the engine where one exists: closed forms of
 the agent's work, the token bucket's capacity, Little's law, a fluid model of an overloaded
 queue. Trials of a batch with no shared resource are independent, so binomial and ``s/sqrt N``
-errors hold; durations and waits in a queue are correlated from trial to trial, so they get
-batch means (consecutive trials in arrival order) or a stated bound with a margin. Exact
-claims (``relsim evaluate``) are in test_scenario_files.py.
+errors hold; a workload's trials share queues, so its errors come from the spread of whole
+replications (docs/model.md section 7), as the engine reports them. Exact claims (``relsim
+evaluate``) are in test_scenario_files.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from relsim import Scenario, evaluate, formulas, simulate_timeline
+from relsim.scenario import time_model
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 Z_LOGNORMAL_P95 = 1.6448536  # docs/model.md section 7: sigma = ln(p95 / median) / 1.6448536
@@ -54,15 +55,11 @@ def _within(stated: float, estimate: float, se: float) -> bool:
     return abs(stated - estimate) <= 5 * se
 
 
-def _batch_means(values: np.ndarray, batches: int = 20) -> tuple[float, float]:
-    """Mean and standard error of ``values`` (in arrival order) by batch means."""
-    means = np.array([b.mean() for b in np.array_split(np.asarray(values, float), batches)])
-    return float(means.mean()), float(means.std(ddof=1) / math.sqrt(batches))
-
-
-def _batch_quantile(values: np.ndarray, q: float, batches: int = 20) -> tuple[float, float]:
-    parts = [np.quantile(b, q) for b in np.array_split(np.asarray(values, float), batches)]
-    return float(np.mean(parts)), float(np.std(parts, ddof=1) / math.sqrt(batches))
+def _agree(stated: float, run, key: str) -> bool:
+    """The comment's figure (from a run at seed 1) and this run's estimate differ by less
+    than 5 combined standard errors: this run's, and the stated one's taken as equal."""
+    estimate, _ = run.quantity(key)
+    return abs(stated - estimate) <= 5 * math.sqrt(2) * run.standard_errors[key]
 
 
 # ------------------------------------------------------------------------ fleet_rate_limits
@@ -111,60 +108,55 @@ def test_fleet_one_task_takes_its_closed_form_time():
     assert not _within(median_time, run.duration["mean"], se)
 
 
-#: The comment's table: agents -> (throughput_per_hour, mean rate-limit wait in seconds).
-FLEET_TABLE = {20: (87.1, 0), 40: (173, 0), 60: (258, 0), 80: (270, 222), 100: (271, 480)}
+#: The comment's table: agents -> (throughput_per_hour, mean rate-limit wait in seconds,
+#: bottleneck), from 5 replications of the 2,000-task backlog at seed 1.
+FLEET_TABLE = {20: (87.2, 0, "agents"), 40: (173.2, 0, "agents"), 60: (257.8, 0, "agents"),
+               80: (270.8, 221, "tpm"), 100: (271.4, 478, "tpm")}
 
 
 @pytest.mark.slow
-def test_fleet_throughput_grows_to_the_token_bucket_knee():
+@pytest.mark.parametrize("agents", [40, 100])
+def test_fleet_throughput_grows_to_the_token_bucket_knee(agents):
+    # one fleet below the knee and one past it, 4 replications of the backlog at seed 2
     work = _fleet_work()
-    data = _data(FLEET)
-    trials = 2000  # the quoted run's size: a batch's tail (the last tasks) depends on it
-    alone = simulate_timeline(_with(data, fleet=None, resources=None), trials, seed=2)
-    # throughput is trials / makespan; its relative error is the mean service time's (below
-    # the knee) or the mean token use's (above it)
-    service_cv = alone.standard_errors["duration"] / alone.duration["mean"]
-    runs = {}
-    for agents, (throughput, wait) in FLEET_TABLE.items():
-        fleet = _with(data, fleet={"agents": agents})
-        run = runs[agents] = simulate_timeline(fleet, trials, seed=2)
-        tokens_cv = run.standard_errors["expected_attempts"] / run.expected_attempts
-        se = run.throughput_per_hour * (service_cv if wait == 0 else tokens_cv)
-        assert _within(throughput, run.throughput_per_hour, se), agents
-        # the tpm bucket's capacity (it starts with one minute's allowance) is never exceeded
-        assert run.throughput_per_hour <= work["bound"] * (1 + 60 / run.makespan) + 5 * se
-        if wait == 0:
-            assert run.wait["rate_limit"] < 1.0  # below the knee the bucket never empties
-            assert run.throughput_per_hour <= agents * work["per_agent"] + 5 * se
-        else:
-            # Little's law above the knee: each agent is held agents / bound hours per task,
-            # the service time and the wait at the bucket
-            little = agents * 3600 / work["bound"] - work["service"]
-            assert abs(run.wait["rate_limit"] - little) < 0.1 * little, agents
-            assert abs(wait - little) < 0.1 * little, agents
-    # past the knee more agents only queue: throughput flat, the wait grows
-    assert runs[100].throughput_per_hour < 1.01 * runs[80].throughput_per_hour
-    assert runs[100].wait["rate_limit"] > 2 * runs[80].wait["rate_limit"]
-    assert runs[40].throughput_per_hour > 1.9 * runs[20].throughput_per_hour
-    # success does not move: the same seed makes the same decisions whatever the fleet
-    assert len({run.success for run in runs.values()}) == 1
-    assert _within(work["success"], runs[20].success, runs[20].standard_errors["success"])
-    # negative control: without the rate limits 100 agents would do 100 agents' work
-    free = simulate_timeline(_with(data, fleet={"agents": 100}, resources=None), trials, seed=2)
-    assert free.throughput_per_hour > 1.4 * work["bound"]
+    throughput, wait, bottleneck = FLEET_TABLE[agents]
+    run = simulate_timeline(_with(_data(FLEET), fleet={"agents": agents}), replications=4, seed=2)
+    assert run.tasks == 2000 and run.warmup == 0  # the backlog: a batch has no warm-up
+    assert _agree(throughput, run, "throughput_per_hour")
+    assert run.bottleneck == bottleneck
+    # the tpm bucket's capacity (it starts with one minute's allowance) is never exceeded
+    assert run.throughput_per_hour <= work["bound"] * (1 + 60 / run.makespan)
+    assert run.utilisation["rpm"] < 0.25  # 274 tasks an hour are 125 calls a minute of 600
+    if wait == 0:
+        assert run.wait["rate_limit"] < 1.0  # below the knee the bucket never empties
+        assert run.throughput_per_hour <= agents * work["per_agent"] * 1.01
+        assert run.utilisation["agents"] > 0.95 and run.utilisation["tpm"] < 0.9
+    else:
+        assert _agree(wait, run, "wait_rate_limit")
+        # Little's law above the knee: each agent is held agents / bound hours per task,
+        # the service time and the wait at the bucket
+        little = agents * 3600 / work["bound"] - work["service"]
+        assert abs(run.wait["rate_limit"] - little) < 0.1 * little
+        assert run.utilisation["tpm"] > 0.95
+    # success does not move with the fleet (the same seeds make the same decisions), and
+    # it is the agent's own
+    assert _within(work["success"], run.success, run.standard_errors["success"])
+    assert not _within(work["success"] - 0.02, run.success, run.standard_errors["success"])
 
 
 @pytest.mark.slow
 def test_fleet_rpm_never_binds_and_tpm_does():
-    data = _with(_data(FLEET), fleet={"agents": 100})
-    run = simulate_timeline(data, 400, seed=3)
-    no_rpm = simulate_timeline(_with(data, resources={"rpm": None}), 400, seed=3)
-    assert no_rpm.to_dict() == run.to_dict()  # the rpm bucket never held a call back
-    no_tpm = simulate_timeline(_with(data, resources={"tpm": None, "tokens": None}), 400, seed=3)
+    data = _with(_data(FLEET), fleet={"agents": 100, "tasks": 400})
+    run = simulate_timeline(data, replications=2, seed=3)
+    no_rpm = simulate_timeline(_with(data, resources={"rpm": None}), replications=2, seed=3)
+    for key in ("duration_mean", "duration_p90", "wait_rate_limit", "throughput_per_hour"):
+        assert no_rpm.replication_values[key] == run.replication_values[key]  # rpm held no call back
+    no_tpm = simulate_timeline(_with(data, resources={"tpm": None, "tokens": None}),
+                               replications=2, seed=3)
     assert no_tpm.wait["rate_limit"] == 0 < run.wait["rate_limit"]
     assert no_tpm.makespan < 0.8 * run.makespan
     # shorter prompts move the knee: half the tokens, twice the bucket's capacity in tasks
-    short = simulate_timeline(_with(data, resources={"tokens": 4000}), 400, seed=3)
+    short = simulate_timeline(_with(data, resources={"tokens": 4000}), replications=2, seed=3)
     assert short.wait["rate_limit"] < 0.2 * run.wait["rate_limit"]
     assert short.throughput_per_hour > 1.3 * run.throughput_per_hour
 
@@ -192,70 +184,53 @@ def test_support_review_load_closed_form_claims():
     assert [round(100 * load["load"] / c) for c in (2, 3, 4)] == [85, 57, 43]
 
 
-def _per_trial(run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Durations, reviewer waits and review seconds of the recorded trials, in arrival order."""
-    ev = run.events
-    arrive = ev[ev.kind == "arrive"].set_index("trial").time
-    end = ev[ev.kind == "end"].set_index("trial").time
-    reviewers = ev[ev.resource == "reviewers"]
-    after = reviewers.time.shift(-1)  # a request is followed by its trial's acquire
-    asked = reviewers.kind == "request"
-    wait = (after[asked] - reviewers.time[asked]).groupby(reviewers.trial[asked]).sum()
-    wait = wait.reindex(arrive.index, fill_value=0.0)
-    held = reviewers.time.where(reviewers.kind == "release", 0.0) - reviewers.time.where(
-        reviewers.kind == "acquire", 0.0)
-    work = held.groupby(reviewers.trial).sum().reindex(arrive.index, fill_value=0.0)
-    return (end - arrive).to_numpy(), wait.to_numpy(), work.to_numpy()
-
-
-#: reviewers -> (duration p90 in seconds, mean reviewer wait in seconds, utilisation)
-SUPPORT_TABLE = {2: (2251, 688, 0.85), 3: (660, 60, 0.57), 4: (548, 11, 0.43)}
+#: reviewers -> (duration p90 and mean reviewer wait, seconds; utilisation; the SLA's verdict)
+SUPPORT_TABLE = {2: (2215, 716, 0.85, "missed"), 3: (662, 59, 0.57, "met"),
+                 4: (544, 9, 0.43, "met")}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("reviewers", sorted(SUPPORT_TABLE))
 def test_support_reviewers_table_and_the_sla(reviewers):
-    p90, wait, utilisation = SUPPORT_TABLE[reviewers]
-    trials = 4000
+    p90, wait, utilisation, verdict = SUPPORT_TABLE[reviewers]
     data = _with(_data(SUPPORT), resources={"reviewers": reviewers})
-    run = simulate_timeline(data, trials, seed=2, record=trials)
-    duration, waited, work = _per_trial(run)
-    assert waited.mean() == pytest.approx(run.wait["reviewers"], rel=1e-9, abs=1e-9)
-    assert _within(p90, *_batch_quantile(duration, 0.9))
-    assert _within(wait, *_batch_means(waited))
-    # the SLA: 90% of tickets within 900 s; 2 reviewers miss it, 3 and 4 meet it
-    within, se = _batch_means(duration <= SLA)
-    if reviewers == 2:
-        assert within + 5 * se < 0.9 and p90 > SLA
-    else:
-        assert within - 5 * se > 0.9 and p90 < SLA
-    # utilisation: the offered load over the reviewers, within the run's error (the busy time
-    # is a sum of independent reviews, the makespan about a sum of exponential arrival gaps)
+    assert data["targets"] == {"duration_p90": SLA}
+    run = simulate_timeline(data, replications=8, seed=2)
+    assert _agree(p90, run, "duration_p90") and _agree(wait, run, "wait_reviewers")
+    # the SLA: 2 reviewers miss it, 3 and 4 meet it, each surely (its interval is clear of it)
+    assert run.targets["duration_p90"]["status"] == verdict and run.bottleneck == "reviewers"
+    # utilisation: the offered load over the reviewers (a closed form), within the run's error
     load = _review_load()["load"] / reviewers
     assert round(utilisation, 2) == round(load, 2)
-    assert work.sum() == pytest.approx(
-        run.utilisation["reviewers"] * reviewers * run.makespan, rel=1e-6)
-    relative = math.sqrt((work.std(ddof=1) / work.mean()) ** 2 + 1) / math.sqrt(trials)
-    assert _within(load, run.utilisation["reviewers"], relative * load)
+    for key in ("utilisation_reviewers", "offered_load_reviewers"):
+        assert _within(load, run.quantity(key)[0], run.standard_errors[key]), key
+    assert not _within(1.1 * load, run.utilisation["reviewers"], run.standard_errors["utilisation_reviewers"])
+    assert run.warnings == ()
 
 
 @pytest.mark.slow
 def test_one_reviewer_never_keeps_up():
     # fluid model of an overloaded queue: the backlog grows at (load - 1) reviewer-hours an
-    # hour, so a ticket arriving at hour t waits about (load - 1) t; the 90th percentile ticket
-    # arrives at 0.9 x 20000 / 30 hours
+    # hour, so a ticket arriving at hour t waits about (load - 1) t; of the tickets after the
+    # warm-up (100..999 of 1000, arriving at 30 an hour) the 90th percentile is ticket 910
     load = _review_load()["load"]
-    fluid = (load - 1) * 0.9 * 20000 / 30 * 3600
-    run = simulate_timeline(_with(_data(SUPPORT), resources={"reviewers": 1}), 20000, seed=2)
-    assert abs(run.duration["p90"] - fluid) < 0.05 * fluid
-    assert round(fluid / 86400, 1) == 17.6 and round(run.duration["p90"] / 86400) in (17, 18)
+    fluid = (load - 1) * (100 + 0.9 * 900) / 30 * 3600
+    run = simulate_timeline(_with(_data(SUPPORT), resources={"reviewers": 1}), replications=6, seed=2)
+    se = run.standard_errors["duration_p90"]
+    assert _within(fluid, run.duration["p90"], se) and round(fluid / 3600) == 21
+    # negative control: the fluid model of a pool with 30% more capacity (load 1.3) is rejected
+    assert not _within((load / 1.3 - 1) * (100 + 0.9 * 900) / 30 * 3600, run.duration["p90"], se)
     assert run.utilisation["reviewers"] > 0.999
+    # the engine says so: the offered load is 1.7 reviewers' work, and waits grow
+    assert round(run.offered_load["reviewers"], 1) == 1.7
+    assert any(w.startswith("reviewers: offered load 1.") for w in run.warnings)
+    assert any(w.startswith("waits grow within a replication") for w in run.warnings)
 
 
 def test_past_80_percent_the_wait_explodes():
-    # "queueing, not slow reviews": the same reviews, 2 reviewers instead of 3, wait 10x longer
-    data = _data(SUPPORT)
-    waits = {c: simulate_timeline(_with(data, resources={"reviewers": c}), 1500, seed=4)
+    # "queueing, not slow reviews": the same reviews, 2 reviewers instead of 3, wait 5x longer
+    data = _with(_data(SUPPORT), fleet={"tasks": 600})
+    waits = {c: simulate_timeline(_with(data, resources={"reviewers": c}), replications=2, seed=4)
              for c in (2, 3)}
     assert waits[2].utilisation["reviewers"] > 0.8 > waits[3].utilisation["reviewers"]
     assert waits[2].wait["reviewers"] > 5 * waits[3].wait["reviewers"]
@@ -272,6 +247,7 @@ HARNESS_SPLIT = {"success": 0.622, "silent_failure": 0.090, "detected_failure": 
 def test_flaky_harness_split_and_the_harness_share_of_failures():
     data = _data(HARNESS)
     assert "fleet" not in data and "resources" not in data  # every run at once, nothing shared
+    assert not time_model(Scenario.from_dict(data)).workload  # independent trials: --trials
     run = simulate_timeline(data, 3000, seed=2, record=3000)
     for key, stated in HARNESS_SPLIT.items():
         assert _within(stated, getattr(run, key), run.standard_errors[key]), key

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from relsim.plan import frontier
+
 import relsim
 from relsim.cli import main
 from relsim.errors import RelsimError
@@ -365,7 +367,11 @@ def test_cli_sweep_json_summary_and_resume(tmp_path, capsys):
     grid = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
     out = str(tmp_path / "sweep.parquet")
     assert main(["sweep", grid, "-o", out, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"points": 32, "computed": 32, "skipped": 0, "out": out}
+    summary = json.loads(capsys.readouterr().out)
+    assert {k: summary[k] for k in ("points", "computed", "skipped", "out")} == {
+        "points": 32, "computed": 32, "skipped": 0, "out": out}
+    assert summary["objectives"] == ["success", "cost_per_success"]
+    assert summary["frontier"] == frontier(sweep(grid))["point"].tolist()  # exact: plain dominance
     assert main(["sweep", grid, "-o", out]) == 0
     text = capsys.readouterr().out
     assert "32 points (exact): computed 0, skipped 32" in text

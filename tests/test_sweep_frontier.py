@@ -146,3 +146,103 @@ def test_pareto_bad_columns(kwargs, message):
         pareto(frame, frontier(frame), **kwargs)
     with pytest.raises(RelsimError, match="^cost: must be a column of the frame and of the frontier"):
         pareto(frame, frame[["success"]])
+
+
+# ------------------------------------------------------------------ objectives and noise
+def brute_force_noisy(values, errors, larger_better, z=1.96) -> set[int]:
+    """Rows no row beats beyond noise, straight from the definition (loops, no numpy)."""
+    rows = range(len(values))
+    keep = set()
+    for i in rows:
+        beaten = False
+        for j in rows:
+            gains, margins = [], []
+            for k, better_up in enumerate(larger_better):
+                sign = 1.0 if better_up else -1.0
+                gains.append(sign * (values[j][k] - values[i][k]))
+                margins.append(z * math.sqrt(errors[i][k] ** 2 + errors[j][k] ** 2))
+            if all(g >= -m for g, m in zip(gains, margins)) and any(g > m for g, m in zip(gains, margins)):
+                beaten = True
+        if not beaten:
+            keep.add(i)
+    return keep
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.5, 0.6, 0.7]), st.sampled_from([1.0, 2.0, 3.0]),
+                          st.sampled_from([100.0, 200.0]), st.sampled_from([0.0, 0.02, 0.1]),
+                          st.sampled_from([0.0, 0.5])), max_size=12))
+def test_a_noisy_frontier_is_the_rows_not_beaten_beyond_noise(rows):
+    frame = pd.DataFrame(rows, columns=["success", "cost_per_success", "duration_p90",
+                                        "success_se", "cost_per_success_se"], dtype=float)
+    best = frontier(frame, objectives=["success", "cost_per_success", "duration_p90"])
+    values = frame[["success", "cost_per_success", "duration_p90"]].to_numpy().tolist()
+    errors = frame[["success_se", "cost_per_success_se"]].assign(d=0.0).to_numpy().tolist()
+    assert set(best.index) == brute_force_noisy(values, errors, (True, False, False))
+
+
+def test_a_point_is_beaten_only_beyond_its_noise():
+    # B looks better than A on both counts, but by less than the noise of the difference:
+    # both stay; C is worse than B beyond noise on success and no better on cost: beaten
+    frame = pd.DataFrame({"success": [0.90, 0.91, 0.80], "success_se": [0.01, 0.01, 0.01],
+                          "cost_per_success": [2.0, 1.98, 2.0], "cost_per_success_se": [0.05] * 3})
+    best = frontier(frame, objectives=["success", "cost_per_success"])
+    assert sorted(best.index) == [0, 1]
+    # negative control: without the noise (plain dominance) B beats A
+    assert sorted(frontier(frame, objectives=["success", "cost_per_success"], z=0.0).index) == [1]
+    assert sorted(frontier(frame).index) == [1]  # the two-column form compares exactly
+    # a time objective decides: A is much faster, so it stays even against a sure winner
+    frame["success_se"] = 0.0001
+    frame["duration_p90"] = [100.0, 900.0, 950.0]
+    assert sorted(frontier(frame, objectives=["success", "cost_per_success"]).index) == [1]
+    assert sorted(frontier(frame, objectives=["success", "cost_per_success", "duration_p90"]).index) == [0, 1]
+
+
+def test_objectives_must_be_numeric_columns():
+    frame = pd.DataFrame({"success": [0.5], "name": ["a"]})
+    with pytest.raises(RelsimError, match="objectives: must be columns of the frame"):
+        frontier(frame, objectives=["duration_p90"])
+    with pytest.raises(RelsimError, match="objectives: must be numeric columns"):
+        frontier(frame, objectives=["name"])
+    with pytest.raises(RelsimError, match="objectives: must be at least one column"):
+        frontier(frame, objectives=[])
+
+
+def test_sweep_objectives_on_the_command_line(tmp_path, capsys):
+    import json
+
+    from relsim.cli import main
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text("""method = "timeline"
+replications = 2
+seed = 1
+[base]
+steps = 1
+p = 0.9
+[base.checkpoints]
+final = true
+human = true
+[base.fleet]
+arrivals = "poisson"
+rate_per_hour = 40
+tasks = 100
+[base.resources]
+reviewers = 1
+review = { mean = 60 }
+[axes]
+"resources.reviewers" = [1, 2, 3]
+""", encoding="utf-8")
+    out = str(tmp_path / "r.csv")
+    assert main(["sweep", str(grid), "-o", out, "--objectives", "success,duration_p90", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["objectives"] == ["success", "duration_p90"]
+    frame = pd.read_csv(out)
+    expected = frontier(frame, objectives=["success", "duration_p90"])["point"].tolist()
+    assert summary["frontier"] == expected and 2 in expected  # three reviewers are fastest
+    assert main(["sweep", str(grid), "-o", out, "--objectives", "success,duration_p90"]) == 0
+    text = capsys.readouterr().out
+    assert "not beaten on success, duration p90 beyond their noise" in text and "duration_p90_se" in text
+    assert main(["sweep", str(grid), "-o", out, "--objectives", "success,speed"]) == 2
+    assert "--objectives: must be columns of a timeline sweep" in capsys.readouterr().err

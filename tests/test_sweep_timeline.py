@@ -1,7 +1,8 @@
 """Sweeps with ``method = "timeline"``: each point is ``relsim.simulate_timeline`` with the point's
-seed, its figures flattened into columns; checked against the points run alone and against
-docs/model.md section 7's limits (the split of section 3 without time tables, every trial
-lasting ``attempts x (attempt + verify)`` with constant durations and nothing shared)."""
+seed (``trials`` for independent trials, ``replications`` for a workload), its figures
+flattened into columns; checked against the points run alone and against docs/model.md
+section 7's limits (the split of section 3 without time tables, every trial lasting
+``attempts x (attempt + verify)`` with constant durations and nothing shared)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ TRIALS = 2000
 SHARED = {
     "base": {"steps": 10, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
              "timing": {"attempt": {"median": 8, "p95": 20}, "verify": 2, "deadline": 400},
-             "fleet": {"agents": 4, "arrivals": "poisson", "rate_per_hour": 60}},
+             "fleet": {"agents": 4, "arrivals": "poisson", "rate_per_hour": 60, "tasks": 150}},
     "method": "timeline",
-    "trials": 300,
+    "replications": 2,
     "seed": 3,
     "axes": {"fleet.agents": [2, 8]},
 }
@@ -54,7 +55,7 @@ def test_a_two_point_timeline_sweep_equals_the_points_run_alone(tmp_path):
     for index in range(2):
         seed = int(frame.at[index, "seed"])
         assert seed == point_seed(3, index)
-        alone = relsim.simulate_timeline(grid.scenario(index), 300, seed=seed)
+        alone = relsim.simulate_timeline(grid.scenario(index), replications=2, seed=seed)
         expected = alone.to_frame()  # the engine's own flattening: duration_p90, wait_agents, ...
         for column in (*TIMELINE_KEYS, *TIMELINE_ERRORS):
             got, want = frame.at[index, column], _numbers(expected[column])[0]
@@ -65,7 +66,28 @@ def test_a_two_point_timeline_sweep_equals_the_points_run_alone(tmp_path):
     # the grid's numbers are the points' and the points differ (2 agents wait more than 8)
     assert frame["timeout"].iloc[0] > 0 and frame["wait_agents"].iloc[0] > frame["wait_agents"].iloc[1]
     assert frame["utilisation_agents"].between(0, 1).all() and frame["utilisation_llm"].isna().all()
+    assert (frame["replications"] == 2).all() and frame["duration_mean_se"].gt(0).all()
+    assert frame["utilisation_llm_se"].isna().all()
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t.parquet"), frame)
+
+
+def test_a_timeline_grid_names_the_count_each_mode_needs():
+    workload = {k: v for k, v in SHARED.items() if k != "replications"}
+    with pytest.raises(relsim.RelsimError, match="every point is a workload .* give replications"):
+        Grid.from_dict({**workload, "trials": 100})
+    with pytest.raises(relsim.RelsimError, match="trials: required .* independent trials"):
+        Grid.from_dict({k: v for k, v in CONSTANT.items() if k != "trials"})
+    with pytest.raises(relsim.RelsimError, match="every point is independent trials"):
+        Grid.from_dict({**CONSTANT, "replications": 3})
+    with pytest.raises(relsim.RelsimError, match="replications: must be an integer in 2"):
+        Grid.from_dict({**workload, "replications": 1})
+    # a grid of both modes gives both counts, and each point runs with its own
+    mixed = {**CONSTANT, "trials": 40, "replications": 2,
+             "base": {**CONSTANT["base"], "fleet": {"tasks": 30}},
+             "axes": {"fleet.arrivals,fleet.rate_per_hour": [["batch", None], ["poisson", 60]]}}
+    frame = sweep(mixed)
+    assert math.isnan(frame.at[0, "replications"]) and frame.at[1, "replications"] == 2
+    assert math.isnan(frame.at[0, "throughput_per_hour"]) and frame.at[1, "throughput_per_hour"] > 0
 
 
 @pytest.mark.slow

@@ -125,8 +125,8 @@ def test_deadline_counts_from_arrival_including_the_agent_queue():
     # trial k starts at 10k; with a deadline of 35 s, trials 0..2 end by 30 s, trial 3 would
     # end at 40 s (late: interrupted at 35 s) and the rest time out in the queue at 35 s
     scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 10, "deadline": 35},
-                "fleet": {"agents": 1}}
-    out = simulate_timeline(scenario, 6, seed=0, record=6)
+                "fleet": {"agents": 1, "tasks": 6}}
+    out = simulate_timeline(scenario, replications=2, seed=0, record=6)
     assert out.success == pytest.approx(3 / 6) and out.timeout == pytest.approx(3 / 6)
     ends = out.events[out.events.kind == "end"].set_index("trial").time
     assert ends.tolist() == [10.0, 20.0, 30.0, 35.0, 35.0, 35.0]
@@ -162,47 +162,50 @@ def erlang_c(servers: int, load: float) -> float:
 @pytest.mark.slow
 def test_reviewer_pool_is_an_mm_c_queue():
     # one step that always succeeds, then a human gate: Poisson arrivals (12.6 an hour) at 3
-    # reviewers with exponential reviews of mean 600 s: load a = 2.1, utilisation 0.7
+    # reviewers with exponential reviews of mean 600 s: load a = 2.1, utilisation 0.7. The
+    # library's replications give the standard errors (docs/model.md section 7, "Workloads"): a queue's neighbouring
+    # waits are correlated, whole replications are not.
     servers, mean_review, rate_per_hour = 3, 600.0, 12.6
-    trials, warmup, batches = 30000, 1000, 29
     scenario = {"steps": 1, "p": 1.0, "checkpoints": {"final": True, "human": True},
-                "fleet": {"arrivals": "poisson", "rate_per_hour": rate_per_hour},
+                "fleet": {"arrivals": "poisson", "rate_per_hour": rate_per_hour,
+                          "tasks": 3000, "warmup": 300},
                 "resources": {"reviewers": servers, "review": {"mean": mean_review}}}
-    out = simulate_timeline(scenario, trials, seed=21, record=trials)
-    ev = out.events[out.events.resource == "reviewers"]
-    granted = ev[ev.kind == "acquire"].set_index("trial").time
-    asked = ev[ev.kind == "request"].set_index("trial").time.reindex(granted.index)
-    wait = (granted - asked.fillna(granted)).to_numpy()[warmup:]
-    # batch means: waits of neighbours are correlated, batches of 1000 are nearly not
-    means = wait.reshape(batches, -1).mean(axis=1)
-    shares = (wait > 0).reshape(batches, -1).mean(axis=1)
-    se_wait, se_share = means.std(ddof=1) / math.sqrt(batches), shares.std(ddof=1) / math.sqrt(batches)
+    out = simulate_timeline(scenario, replications=10, seed=21, record=3000)
+    se = out.standard_errors
 
     lam, mu = rate_per_hour / 3600, 1 / mean_review
     load = lam / mu
     p_wait = erlang_c(servers, load)
     mean_wait = p_wait / (servers * mu - lam)
-    assert abs(means.mean() - mean_wait) <= SIGMAS * se_wait
-    assert abs(shares.mean() - p_wait) <= SIGMAS * se_share
-    # the engine's own summary agrees with the per-trial waits it logged
-    assert out.wait["reviewers"] == pytest.approx((granted - asked.fillna(granted)).mean())
-    assert out.utilisation["reviewers"] == pytest.approx(load / servers, abs=0.02)
+    assert abs(out.wait["reviewers"] - mean_wait) <= SIGMAS * se["wait_reviewers"]
+    assert abs(out.duration["mean"] - (mean_wait + mean_review)) <= SIGMAS * se["duration_mean"]
+    assert abs(out.utilisation["reviewers"] - load / servers) <= SIGMAS * se["utilisation_reviewers"]
+    assert abs(out.offered_load["reviewers"] - load / servers) <= SIGMAS * se["offered_load_reviewers"]
+    assert out.bottleneck == "reviewers" and out.warnings == ()
+    # the first replication's log: the share that waited at all is Erlang C's P(wait)
+    ev = out.events[out.events.resource == "reviewers"]
+    granted = ev[ev.kind == "acquire"].set_index("trial").time
+    asked = ev[ev.kind == "request"].set_index("trial").time.reindex(granted.index)
+    waited = (granted - asked.fillna(granted)).to_numpy()[300:] > 0
+    assert abs(waited.mean() - p_wait) < 0.05
     # negative control: four reviewers' Erlang C is far outside the same tolerance
     p4 = erlang_c(4, load)
-    assert abs(means.mean() - p4 / (4 * mu - lam)) > SIGMAS * se_wait
-    assert abs(shares.mean() - p4) > SIGMAS * se_share
+    assert abs(out.wait["reviewers"] - p4 / (4 * mu - lam)) > SIGMAS * se["wait_reviewers"]
 
 
 # ---------------------------------------------------------------- rate limits
 @pytest.mark.slow
 def test_rpm_bucket_caps_the_call_rate():
     # 60 calls a minute: the first 60 start at once (the bucket starts full), then one a second
-    scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 1}, "resources": {"rpm": 60}}
-    out = simulate_timeline(scenario, 300, seed=0, record=300)
+    scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 1}, "resources": {"rpm": 60},
+                "fleet": {"tasks": 300}}
+    out = simulate_timeline(scenario, replications=2, seed=0, record=300)
     starts = np.sort(out.events[out.events.kind == "attempt"].time.to_numpy())
     expected = np.maximum(0.0, np.arange(300) - 59.0)
     np.testing.assert_allclose(starts, expected, rtol=0, atol=1e-6)
     assert out.makespan == pytest.approx(241.0)
+    # 300 calls taken of the 60 + 241 the bucket could give (a full minute, then its refill)
+    assert out.utilisation["rpm"] == pytest.approx(300 / (60 + 241.0))
     # negative control: the same check against a 120-per-minute bucket fails
     assert not np.allclose(starts, np.maximum(0.0, (np.arange(300) - 119.0) / 2), atol=1e-6)
 
@@ -210,18 +213,22 @@ def test_rpm_bucket_caps_the_call_rate():
 def test_tpm_bucket_caps_the_token_rate():
     # 6000 tokens a minute, 1000 per call: 6 calls at once, then one every 10 s
     scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 1},
-                "resources": {"rpm": 600, "tpm": 6000, "tokens": 1000}}
-    out = simulate_timeline(scenario, 30, seed=0, record=30)
+                "resources": {"rpm": 600, "tpm": 6000, "tokens": 1000}, "fleet": {"tasks": 30}}
+    out = simulate_timeline(scenario, replications=2, seed=0, record=30)
     starts = np.sort(out.events[out.events.kind == "attempt"].time.to_numpy())
     np.testing.assert_allclose(starts, np.maximum(0.0, (np.arange(30) - 5.0) * 10.0), atol=1e-6)
     assert out.wait["rate_limit"] == pytest.approx(np.mean(starts))
+    # 30,000 tokens of the 6,000 + 100 x 241 the bucket could give by the last end (241 s):
+    # the tpm bucket is the bottleneck
+    assert out.utilisation["tpm"] == pytest.approx(30 * 1000 / (6000 + 6000 / 60 * 241.0))
+    assert out.bottleneck == "tpm" and out.utilisation["rpm"] < out.utilisation["tpm"]
 
 
 def test_model_graded_verifications_are_llm_calls_too():
     # verifier_calls_llm: each trial makes 2 calls (attempt, then verification) under rpm 60
     scenario = {"steps": 1, "p": 1.0, "verifier": {}, "timing": {"attempt": 1, "verify": 1},
-                "resources": {"rpm": 60, "verifier_calls_llm": True}}
-    out = simulate_timeline(scenario, 100, seed=0, record=100)
+                "resources": {"rpm": 60, "verifier_calls_llm": True}, "fleet": {"tasks": 100}}
+    out = simulate_timeline(scenario, replications=2, seed=0, record=100)
     calls = out.events[(out.events.kind == "acquire") & (out.events.resource == "rate_limit")]
     assert len(calls) == 200
     np.testing.assert_allclose(np.sort(calls.time.to_numpy()), np.maximum(0.0, np.arange(200) - 59.0),
@@ -249,8 +256,9 @@ def test_backoffs_and_checkpoint_checks_add_their_time():
 
 def test_llm_slots_and_agents_queue_fifo():
     # 2 LLM slots, 10 s calls, 6 trials at once: starts 0, 0, 10, 10, 20, 20
-    scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 10}, "resources": {"llm_concurrency": 2}}
-    out = simulate_timeline(scenario, 6, seed=0, record=6)
+    scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 10}, "resources": {"llm_concurrency": 2},
+                "fleet": {"tasks": 6}}
+    out = simulate_timeline(scenario, replications=2, seed=0, record=6)
     starts = out.events[out.events.kind == "attempt"].set_index("trial").time
     assert starts.tolist() == [0.0, 0.0, 10.0, 10.0, 20.0, 20.0]
     assert out.wait["llm"] == pytest.approx(10.0) and out.utilisation["llm"] == pytest.approx(1.0)
@@ -259,22 +267,47 @@ def test_llm_slots_and_agents_queue_fifo():
 
 # ---------------------------------------------------------------- results and seeds
 def test_same_seed_same_numbers_and_the_result_shape():
-    scenario = Scenario.from_toml(SCENARIOS / "support_reviewers.toml")
-    a = simulate_timeline(scenario, 300, seed=4)
-    b = simulate_timeline(scenario, 300, seed=4)
-    c = simulate_timeline(scenario, 300, seed=5)
+    data = Scenario.from_toml(SCENARIOS / "support_reviewers.toml").to_dict()
+    scenario = Scenario.from_dict({**data, "fleet": {**data["fleet"], "tasks": 150}})
+    a = simulate_timeline(scenario, replications=2, seed=4)
+    b = simulate_timeline(scenario, replications=2, seed=4)
+    c = simulate_timeline(scenario, replications=2, seed=5)
     assert a == b and a.to_dict() == b.to_dict() and a.to_dict() != c.to_dict()
     assert isinstance(a, TimelineOutcome)
     d = a.to_dict()
     for key in ("success", "silent_failure", "detected_failure", "timeout", "infra_failure"):
-        assert f"{key}_se" in d
-    assert set(d["duration"]) == {"mean", "p50", "p90", "p99"}
-    assert set(d["wait"]) == {"agents", "rate_limit", "llm", "reviewers"}
-    assert set(d["utilisation"]) == {"agents", "llm", "reviewers"}
+        assert f"{key}_se" in d and f"{key}_ci" in d
+    figures = {"duration": ("mean", "p50", "p90", "p99"),
+               "wait": ("agents", "rate_limit", "llm", "reviewers"),
+               "utilisation": ("agents", "llm", "reviewers", "rpm", "tpm")}
+    for table, names in figures.items():
+        assert [key for key in d[table] if "_" not in key or key == "rate_limit"] == list(names)
     assert d["utilisation"]["agents"] is None and d["utilisation"]["llm"] is None
+    assert set(d["duration"]) == {f"{k}{s}" for k in figures["duration"] for s in ("", "_se", "_ci")}
     json.dumps(d, allow_nan=False)
     frame = a.to_frame()
     assert len(frame) == 1 and frame["duration_p90"].iloc[0] == d["duration"]["p90"]
+    assert frame["duration_p90_ci_low"].iloc[0] == d["duration"]["p90_ci"][0]
+    assert frame["utilisation_reviewers_se"].iloc[0] == d["utilisation"]["reviewers_se"]
+
+
+def test_replication_r_is_the_seed_spawned_by_r():
+    # docs/model.md section 7: replication r runs on SeedSequence(seed, spawn_key=(r,)). Time changes no
+    # decision, so replication r's successes are those of the same 40 trials run alone (no
+    # time tables) on that sequence; and a replication's numbers do not depend on how many
+    # others run (common random numbers for every comparison)
+    plain = {"steps": 2, "p": 0.8, "verifier": {}, "retries": {"per_step": 1}}
+    scenario = {**plain, "timing": {"attempt": {"mean": 5}}, "fleet": {"agents": 2, "tasks": 40}}
+    out = simulate_timeline(scenario, replications=3, seed=7)
+    more = simulate_timeline(scenario, replications=4, seed=7)
+    for r in range(3):
+        alone = simulate_timeline(plain, 40, seed=np.random.SeedSequence(7, spawn_key=(r,)))
+        assert out.replication_values["success"][r] == alone.success
+        assert more.replication_values["duration_p90"][r] == out.replication_values["duration_p90"][r]
+    assert len(set(out.replication_values["duration_p90"])) == 3
+    values = out.replication_values["duration_mean"]
+    assert out.duration["mean"] == pytest.approx(np.mean(values))
+    assert out.standard_errors["duration_mean"] == pytest.approx(np.std(values, ddof=1) / math.sqrt(3))
 
 
 @pytest.mark.slow
@@ -284,8 +317,10 @@ def test_decisions_do_not_depend_on_time():
     plain = {k: v for k, v in CHAIN.items() if k != "timing"}
     timed = {**CHAIN, "timing": {"attempt": {"median": 5, "p95": 40}, "verify": {"mean": 2}},
              "resources": {"llm_concurrency": 3}, "fleet": {"arrivals": "poisson", "rate_per_hour": 900}}
-    a = simulate_timeline(plain, 500, seed=8, record=500).events
-    b = simulate_timeline(timed, 500, seed=8, record=500).events
+    # replication 0 of a workload draws from SeedSequence(8, spawn_key=(0,)): so do the plain trials
+    a = simulate_timeline(plain, 500, seed=np.random.SeedSequence(8, spawn_key=(0,)), record=500).events
+    b = simulate_timeline({**timed, "fleet": {**timed["fleet"], "tasks": 500}}, replications=2,
+                          seed=8, record=500).events
     key = ["trial", "kind", "step", "attempt", "outcome"]
     pick = lambda e: e[e.kind.isin(["attempt", "verify", "end"])][key].reset_index(drop=True)  # noqa: E731
     assert pick(a).equals(pick(b))
@@ -312,3 +347,12 @@ def test_bad_arguments_name_themselves():
         simulate_timeline(CHAIN, 10, seed=-1)
     with pytest.raises(ValueError, match="record: must be an integer >= 0"):
         simulate_timeline(CHAIN, 10, seed=1, record=-2)
+    with pytest.raises(ValueError, match="trials: must be given for independent trials"):
+        simulate_timeline(CHAIN, seed=1)
+    with pytest.raises(ValueError, match="replications: must be None for independent trials"):
+        simulate_timeline(CHAIN, 10, replications=3, seed=1)
+    workload = {**CHAIN, "fleet": {"agents": 2}}
+    with pytest.raises(ValueError, match=r"trials: must be None for a workload .* replications=R"):
+        simulate_timeline(workload, 10, seed=1)
+    with pytest.raises(ValueError, match="replications: must be an integer in 2.."):
+        simulate_timeline(workload, replications=1, seed=1)

@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relsim import Scenario, simulate_timeline
+from relsim.scenario import time_model
 
 TRIALS = 24
+SHARES = ("success", "silent_failure", "detected_failure", "timeout", "infra_failure")
 
 
 def durations() -> st.SearchStrategy:
@@ -52,8 +54,11 @@ def scenarios(draw: st.DrawFn) -> dict:
     if draw(st.booleans()):
         fleet["arrivals"] = "poisson"
         fleet["rate_per_hour"] = draw(st.sampled_from([360, 3600]))
-    if fleet:
-        s["fleet"] = fleet
+    # a workload's replication runs TRIALS tasks, none left out: the log holds them all
+    fleet["tasks"] = TRIALS
+    if "arrivals" in fleet:
+        fleet["warmup"] = 0
+    s["fleet"] = fleet
     resources: dict = {}
     if draw(st.booleans()):
         resources["llm_concurrency"] = draw(st.integers(1, 2))
@@ -111,11 +116,19 @@ def _rate_budget_never_short(events, s: Scenario) -> bool:
 @given(scenarios(), st.integers(0, 2**32 - 1))
 def test_random_fleets_keep_the_laws(data, seed):
     s = Scenario.from_dict(data)
-    out = simulate_timeline(s, TRIALS, seed=seed, record=TRIALS)
+    if time_model(s).workload:  # docs/model.md section 7: replications of the workload
+        out = simulate_timeline(s, replications=2, seed=seed, record=TRIALS)
+        assert out.trials == 2 * TRIALS and out.replications == 2
+        for r in range(2):
+            shares = sum(out.replication_values[key][r] for key in SHARES)
+            assert abs(shares - 1.0) < 1e-12
+    else:
+        out = simulate_timeline(s, TRIALS, seed=seed, record=TRIALS)
+        assert out.trials == TRIALS
     ev = out.events
     # no trial lost: the five shares sum to 1 and every trial has one arrival and one end
-    shares = out.success + out.silent_failure + out.detected_failure + out.timeout + out.infra_failure
-    assert abs(shares - 1.0) < 1e-12 and out.trials == TRIALS
+    shares = sum(getattr(out, key) for key in SHARES)
+    assert abs(shares - 1.0) < 1e-12
     assert sorted(ev[ev.kind == "end"].trial) == list(range(TRIALS))
     assert sorted(ev[ev.kind == "arrive"].trial) == list(range(TRIALS))
     # no resource over its capacity; everything acquired is released by the trial's end

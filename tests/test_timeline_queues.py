@@ -64,8 +64,8 @@ def test_a_trial_still_queued_for_an_agent_at_its_deadline_makes_no_attempt():
     from relsim import simulate_timeline
 
     scenario = {"steps": 1, "p": 1.0, "timing": {"attempt": 10, "deadline": 25},
-                "fleet": {"agents": 1}}
-    out = simulate_timeline(scenario, 8, seed=1, record=8)
+                "fleet": {"agents": 1, "tasks": 8}}
+    out = simulate_timeline(scenario, replications=2, seed=1, record=8)
     assert out.success == 2 / 8 and out.timeout == 6 / 8
     assert out.expected_attempts == 3 / 8
     assert out.expected_cost == 3 / 8  # one unit per attempt
@@ -73,7 +73,8 @@ def test_a_trial_still_queued_for_an_agent_at_its_deadline_makes_no_attempt():
     assert per_trial.to_dict() == {0: 1, 1: 1, 2: 1}
     assert out.duration["mean"] == (10 + 20 + 6 * 25) / 8
     # control: with a deadline of 26 s trial 2 is still stopped, and the others still queue
-    out = simulate_timeline({**scenario, "timing": {"attempt": 10, "deadline": 26}}, 8, seed=1)
+    out = simulate_timeline({**scenario, "timing": {"attempt": 10, "deadline": 26}},
+                            replications=2, seed=1)
     assert out.expected_attempts == 3 / 8 and out.duration["mean"] == (10 + 20 + 6 * 26) / 8
 
 
@@ -104,10 +105,10 @@ def test_rate_gate_matches_the_buckets_replayed_by_hand():
     rpm, tpm, tokens = 20.0, 200.0, [30.0, 70.0, 10.0]
     scenario = {"steps": 3, "p": 0.7, "verifier": {"miss": 0.1}, "retries": {"per_step": 2},
                 "timing": {"attempt": {"mean": 3}, "verify": 1},
-                "fleet": {"arrivals": "poisson", "rate_per_hour": 1500},
+                "fleet": {"arrivals": "poisson", "rate_per_hour": 1500, "tasks": 120, "warmup": 0},
                 "resources": {"rpm": rpm, "tpm": tpm, "tokens": tokens,
                               "verifier_calls_llm": True, "llm_concurrency": 2}}
-    out = simulate_timeline(scenario, 120, seed=5, record=120)
+    out = simulate_timeline(scenario, replications=2, seed=5, record=120)  # the first one's log
     events = out.events[out.events.resource == "rate_limit"]
     requested: dict[int, float] = {}
     calls = []

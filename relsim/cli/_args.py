@@ -140,8 +140,9 @@ def print_json(obj: Any) -> None:
     print(json.dumps(jsonable(obj), indent=2, allow_nan=False))
 
 
-def progress_bar(total: int, unit: str = "trial") -> Any:
-    """A tqdm bar on stderr when stderr is a terminal; None when piped or redirected."""
+def progress_bar(total: int | None, unit: str = "trial") -> Any:
+    """A tqdm bar on stderr when stderr is a terminal (``total`` None: a count without an
+    end); None when piped or redirected."""
     isatty = getattr(sys.stderr, "isatty", None)
     if isatty is None or not isatty():
         return None

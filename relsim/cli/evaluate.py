@@ -10,7 +10,9 @@ whether the design meets it and by how much. ``--json``: ``Outcome.to_dict()`` (
 section 3's keys and ``method``), plus ``target``, ``meets_target`` and ``margin`` when a
 target is set. ``--require-target`` makes the file a gate for a pipeline: exit 3 when the
 target is not met (saying by how much), 0 when it is, 2 when the file sets no target. A target
-is met by the planners' one rule (:func:`relsim.formulas.meets_target`).
+is met by the planners' one rule (:func:`relsim.formulas.meets_target`). The exact engine
+ignores time: on a file whose time tables end trials early (a deadline, crashes) a warning
+line on stderr says so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 from typing import Any
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json, unit_suffix
+from relsim.cli._time import warn_time_ignored
 from relsim.errors import RelsimError
 
 
@@ -65,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(summary(scenario, args.scenario, outcome))
+    warn_time_ignored(scenario, args.scenario, "relsim evaluate")
     if require and not met:
         return EXIT_INFEASIBLE
     return EXIT_OK

@@ -1,8 +1,8 @@
-"""``relsim levers``: which single design change moves success most.
+"""``relsim levers``: which single design change moves success most, and the targets in time.
 
 ::
 
-    relsim levers SCENARIO.toml [--json]
+    relsim levers SCENARIO.toml [--json] [--seed S] [--replications R | --trials N]
 
 Evaluates every single change that applies to the scenario (a point more ``p``, the
 verifier's errors halved, one more retry, ...; see :mod:`relsim.plan.sensitivity`) with the exact engine
@@ -10,6 +10,13 @@ and prints them sorted by the gain in success, with the cost per success each le
 ``--json``: ``{"baseline": {success, cost_per_success}, "levers": [rows]}``, each row with
 ``lever``, ``set`` (dotted scenario keys to new values), ``success``, ``delta_success``,
 ``cost_per_success`` and ``delta_cost_per_success`` (infinities and NaN as ``null``).
+
+When the scenario has time tables, the time levers follow (:func:`relsim.plan.time_levers`:
+one more reviewer, agent or LLM slot, rpm or tpm doubled, a faster review, a longer deadline),
+each with its effect on every target in time and a 95% interval, run on the timeline with the
+baseline's seeds (``--seed``, default 0; a workload's ``--replications``, independent trials'
+``--trials``). ``--json`` adds ``"time": {"baseline", "replications", "trials", "seed",
+"levers"}``.
 """
 
 from __future__ import annotations
@@ -18,7 +25,10 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, print_json
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
+from relsim.cli._time import TARGET_WORDS
+from relsim.cli.timeline import replication_count
+from relsim.errors import RelsimError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -33,21 +43,89 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S",
+                        help="seed of the time levers' timeline runs (default 0)")
+    parser.add_argument("--replications", type=replication_count, metavar="R",
+                        help="replications of each time lever's run of a workload (default: the "
+                        "timeline's rule for the baseline)")
+    parser.add_argument("--trials", type=positive_int, metavar="N",
+                        help="trials of each time lever's run of independent trials (default 2000)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from relsim.plan import levers
-    from relsim.scenario import Scenario
+    from relsim.plan import levers, time_levers
+    from relsim.scenario import Scenario, time_model
 
     scenario = Scenario.from_toml(args.scenario)
+    time = time_model(scenario)
+    replications, trials = getattr(args, "replications", None), getattr(args, "trials", None)
+    timed = any(getattr(scenario, name) is not None
+                for name in ("timing", "fleet", "resources", "infra", "targets"))
+    check_mode(time, trials, replications)
     table = levers(scenario)
+    timing = None
+    if timed:
+        timing = time_levers(scenario, replications=replications, trials=trials,
+                             seed=getattr(args, "seed", 0))
     if args.json:
-        print_json({"baseline": table.attrs["baseline"], "levers": table.to_dict("records")})
+        result: dict[str, Any] = {"baseline": table.attrs["baseline"], "levers": table.to_dict("records")}
+        if timing is not None:
+            result["time"] = {key: timing.attrs[key] for key in ("baseline", "replications", "trials", "seed")}
+            result["time"]["levers"] = timing.to_dict("records")
+        print_json(result)
     else:
         print(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
                             unit=scenario.cost.unit))
+        if timing is not None:
+            print()
+            print(format_time_levers(timing))
     return EXIT_OK
+
+
+def check_mode(time: Any, trials: int | None, replications: int | None) -> None:
+    """``--replications`` for a workload, ``--trials`` for independent trials."""
+    if replications is not None and not time.workload:
+        raise RelsimError("--replications: only for a workload (Poisson arrivals or a shared "
+                          "resource); these trials are independent: give --trials N")
+    if trials is not None and time.workload:
+        raise RelsimError("--trials: not for a workload (Poisson arrivals or a shared resource): "
+                          "give --replications R")
+
+
+def format_time_levers(table: Any) -> str:
+    """The readable table of :func:`relsim.plan.time_levers`: one block per lever."""
+    attrs = table.attrs
+    runs = (f"{attrs['replications']} replications" if attrs["replications"]
+            else f"{attrs['trials']:,} independent trials")
+    lines = [f"time levers (timeline, {runs} a run, seed {attrs['seed']}, the same seeds for "
+             "every lever): each change against the baseline, with its 95% interval"]
+    targets = attrs["targets"]
+    baseline = attrs["baseline"]
+    lines.append("baseline")
+    for key in attrs["quantities"]:
+        lines.append("  " + _quantity(key, targets, baseline[key], baseline.get(f"status_{key}")))
+    if len(table) == 0:
+        lines.append("(no time lever applies to this scenario)")
+    for row in table.to_dict("records"):
+        changed = ", ".join(f"{k} = {v}" for k, v in row["set"].items())
+        met = f": targets met {row['met']} of {len(targets)}" if targets else ""
+        lines.append(f"{row['lever']} ({changed}){met}")
+        for key in attrs["quantities"]:
+            low, high = row[f"delta_{key}_low"], row[f"delta_{key}_high"]
+            change = f"change {_signed(row[f'delta_{key}'])}"
+            if not (math.isnan(low) or math.isnan(high)):
+                change += f" (95% interval {_signed(low)} to {_signed(high)})"
+            lines.append("  " + _quantity(key, targets, row[key], row.get(f"status_{key}")) + f"  {change}")
+    return "\n".join(lines)
+
+
+def _quantity(key: str, targets: Any, value: Any, status: Any) -> str:
+    words, side, unit = TARGET_WORDS[key]
+    label = f"{words} ({side} {targets[key]:g}{unit})" if key in targets else words
+    shown = "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{_number(value)}{unit}"
+    verdict = {"met": "met", "missed": "MISSED", "undecided": "UNDECIDED"}.get(status, "")
+    return f"{label:34} {shown:>14}  {verdict:9}"
 
 
 def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:

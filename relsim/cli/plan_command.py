@@ -1,17 +1,22 @@
 """``relsim solve SCENARIO.toml --for QUANTITY [--target T] [--json]``: the planner.
 
 ``relsim.cli.solve`` parses the command line and hands a positional SCENARIO here
-(:func:`run_scenario`). Output is readable by default; ``--json`` prints :meth:`Plan.to_dict`.
-An infeasible plan exits with status 3 and still says why and what the ceiling is.
+(:func:`run_scenario`). Output is readable by default; ``--json`` prints :meth:`Plan.to_dict`
+(:meth:`ResourcePlan.to_dict` for the shared resources planned with the timeline). An
+infeasible plan exits with status 3 and still says why and what the ceiling is (or which
+target binds at any count). The exact planners ignore time: on a scenario whose time tables
+end trials early (a deadline, crashes) they print one warning line saying so.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, unit_suffix
+from relsim.cli._time import target_lines, warn_time_ignored
 from relsim.errors import RelsimError, invalid
 
 #: What each ``--for`` plans, for the readable output.
@@ -45,12 +50,16 @@ def run_scenario(args: argparse.Namespace) -> int:
     :class:`relsim.errors.RelsimError` (the frame prints it and exits 2).
     """
     from relsim import plan as planner
+    from relsim.plan.capacity import RESOURCES
     from relsim.scenario import Scenario
 
     for_ = getattr(args, "for_", None)
-    if not isinstance(for_, str) or for_ not in planner.QUANTITIES:
-        raise invalid("--for", f"one of {', '.join(planner.QUANTITIES)}", for_)
+    choices = (*planner.QUANTITIES, *RESOURCES)
+    if not isinstance(for_, str) or for_ not in choices:
+        raise invalid("--for", f"one of {', '.join(choices)}", for_)
     scenario = Scenario.from_toml(args.scenario)
+    if for_ in RESOURCES:
+        return _run_resources(args, scenario, for_)
     target = getattr(args, "target", None)
     if target is None:
         target = scenario.target
@@ -72,7 +81,59 @@ def run_scenario(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
     else:
         print(format_plan(result, scenario_name=scenario.name or str(args.scenario), design=scenario))
+    warn_time_ignored(scenario, args.scenario, f"relsim solve --for {for_}")
     return EXIT_OK if result.feasible else EXIT_INFEASIBLE
+
+
+def _run_resources(args: argparse.Namespace, scenario: Any, for_: str) -> int:
+    """``--for reviewers|agents|llm_concurrency|rpm``: the timeline's resource planner."""
+    import dataclasses
+
+    from relsim.plan.capacity import resources
+
+    target = getattr(args, "target", None)
+    if target is not None:  # --target is the success target, as the top-level key
+        targets = scenario.targets
+        if targets is not None and targets.success is not None:
+            targets = dataclasses.replace(targets, success=None)
+        scenario = dataclasses.replace(scenario, target=target, targets=targets)
+    seed = getattr(args, "seed", None)
+    result = resources(scenario, for_, replications=getattr(args, "replications", None),
+                       seed=0 if seed is None else seed)
+    if getattr(args, "json", False):
+        print_json(result.to_dict())
+    else:
+        print(format_resources(result, scenario.name or str(args.scenario)))
+    for line in result.outcome.warnings:
+        print(f"relsim: warning: {line}", file=sys.stderr)
+    return EXIT_OK if result.feasible else EXIT_INFEASIBLE
+
+
+def format_resources(result: Any, scenario_name: str = "") -> str:
+    """The readable form of a :class:`relsim.plan.ResourcePlan`."""
+    title = f"{scenario_name}: " if scenario_name else ""
+    out = result.outcome
+    runs = (f"{result.replications} replications a count" if out.replications
+            else f"{out.trials} independent trials a count")
+    lines = [f"{title}plan for {result.for_} with the timeline ({runs}, seed {result.seed}, "
+             "the same seeds for every count)"]
+    if result.feasible:
+        lines.append(f"  {'least ' + result.for_:<30} {result.value}")
+        lines.append(f"  {'answer':<30} {result.summary()}")
+        lines.append(f"  targets at {result.value}")
+    else:
+        lines.append(f"  INFEASIBLE: no count of {result.for_} meets every target")
+        lines.append(f"  {'binding':<30} {', '.join(result.binding)}")
+        lines.append(f"  targets with {result.for_} unlimited")
+    lines += [f"    {line}" for line in target_lines(result.targets)]
+    if result.below is not None:
+        lines.append(f"  targets at {result.value - 1}")
+        lines += [f"    {line}" for line in target_lines(result.below)]
+    tried = ", ".join(f"{'unlimited' if c is None else c}: {s}" for c, s in result.tried.items())
+    lines.append(f"  {'counts run':<30} {tried}")
+    if not result.feasible:
+        lines.append(f"  why: {as_flags(result.reason)}")
+    return "\n".join(lines)
 
 
 def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str:

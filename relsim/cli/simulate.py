@@ -11,7 +11,8 @@ within about a second (no new chunk starts; the kernels stop at the end of their
 work) and prints the estimate over the trials done, marked partial, with exit status 130 (a
 second Ctrl-C exits at once). A run estimated past the time or memory limit
 (``relsim.limits``) is refused before it starts: exit 2, one line with the trials or the
-recorded trials that fit.
+recorded trials that fit. Monte Carlo ignores time: on a file whose time tables end trials
+early (a deadline, crashes) a warning line on stderr says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import warnings
 from typing import Any
 
 from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar, unit_suffix
+from relsim.cli._time import warn_time_ignored
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -96,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         if outcome.trajectories is not None:
             print()
             print(outcome.trajectories.to_string())
+    warn_time_ignored(scenario, args.scenario, "relsim simulate")
     if outcome.partial:
         print(
             f"relsim: interrupted: the estimate covers {outcome.trials} of {args.trials} trials",

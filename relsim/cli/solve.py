@@ -9,8 +9,10 @@ would make it reachable); without, it tabulates a grid of ``p``. Scenario form::
 
     relsim solve design.toml --for retries|total|allocation|verifier|p|checkpoints
     relsim solve design.toml --for allocation [--objective cost_per_success|expected_cost]
+    relsim solve design.toml --for reviewers|agents|llm_concurrency|rpm [--replications R] [--seed S]
 
-hands over to the planner (``relsim.cli.plan_command``).
+hands over to the planner (``relsim.cli.plan_command``): the exact planners, or with the
+timeline the least count of a shared resource that meets the file's targets in time.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from relsim.errors import RelsimError
 if TYPE_CHECKING:  # pragma: no cover
     from relsim.plan.chain import ChainPlan
 
-FOR_CHOICES = ("retries", "total", "allocation", "verifier", "p", "checkpoints")
+#: What ``--for`` plans: the exact planners' quantities, then the shared resources planned
+#: with the timeline (``relsim.plan.resources``).
+TIME_CHOICES = ("reviewers", "agents", "llm_concurrency", "rpm")
+FOR_CHOICES = ("retries", "total", "allocation", "verifier", "p", "checkpoints", *TIME_CHOICES)
 #: The ``p`` grid of the table printed without ``--p``.
 P_GRID = (0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99, 0.995, 0.999)
 _FLAG_ONLY = (("steps", "--steps"), ("p", "--p"), ("miss", "--miss"),
@@ -87,7 +92,12 @@ def add_parser(subparsers: Any) -> None:
         metavar="N",
         help="check the plan by simulating N trials (needs --p)",
     )
-    parser.add_argument("--seed", type=nonnegative_int, help="seed of --validate's simulation")
+    parser.add_argument("--seed", type=nonnegative_int,
+                        help="seed of --validate's simulation, or of the timeline's runs of "
+                        "--for reviewers|agents|llm_concurrency|rpm (default 0)")
+    parser.add_argument("--replications", type=_replication_count, metavar="R",
+                        help="--for reviewers|agents|llm_concurrency|rpm: replications of each "
+                        "count (>= 2; default: the timeline's rule, the mean duration within 2%%)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
@@ -102,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
             "--for: plans a scenario file: give one, as in 'relsim solve design.toml --for "
             f"{args.for_}'"
         )
+    if getattr(args, "replications", None) is not None:
+        raise RelsimError("--replications: is for planning a scenario file's shared resources "
+                          "(--for reviewers|agents|llm_concurrency|rpm)")
     if args.steps is None:
         raise RelsimError("--steps: must be given (an integer >= 1), or give a SCENARIO file")
     if args.target is None:
@@ -132,8 +145,16 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if plan.feasible else EXIT_INFEASIBLE
 
 
+def _replication_count(text: str) -> int:
+    from relsim.cli.timeline import replication_count
+
+    return replication_count(text)
+
+
 def _run_scenario(args: argparse.Namespace) -> int:
-    given = [flag for dest, flag in _FLAG_ONLY if getattr(args, dest) is not None]
+    timed = args.for_ in TIME_CHOICES
+    given = [flag for dest, flag in _FLAG_ONLY
+             if getattr(args, dest) is not None and not (timed and dest == "seed")]
     if given:
         raise RelsimError(
             f"{', '.join(given)}: not allowed with a SCENARIO file (the file gives the design); "
@@ -146,6 +167,9 @@ def _run_scenario(args: argparse.Namespace) -> int:
         )
     if args.objective is not None and args.for_ != "allocation":
         raise RelsimError("--objective: is what --for allocation minimises: use it with that")
+    if getattr(args, "replications", None) is not None and not timed:
+        raise RelsimError(f"--replications: is for the timeline's --for {', '.join(TIME_CHOICES)}, "
+                          f"not --for {args.for_} (the exact engine)")
     from relsim.cli.plan_command import run_scenario
 
     return run_scenario(args)

@@ -48,13 +48,20 @@ of ``miss`` at which *unlimited* retries reach the target, where ``plan.p`` and
 the closed forms, so its fields carry the formulas' names (``retries``, ``min_p``,
 ``max_miss``).
 
+:func:`resources` plans a shared resource in time (``relsim solve --for reviewers | agents |
+llm_concurrency | rpm``): the least count whose targets in time (``[targets]``) are all met,
+judged with the timeline engine on common random numbers; it returns a
+:class:`~relsim.plan.capacity.ResourcePlan`.
+
 Where things are (modules are named apart from the planners, so that importing one never
 shadows a function of this namespace): ``chain`` (the closed-form chain planner), ``budgets``
 (:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
 (:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``search`` (the search methods),
 ``binding`` (which constraint binds), ``sensitivity`` (:func:`levers`, the single changes
-that move success), ``curves`` (:func:`curve`, the design over one lever's range), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
-beats on cost and success), ``diagnosis`` (the reasons and remedies as message
+that move success, and :func:`time_levers`, those that move the targets in time),
+``curves`` (:func:`curve`, the design over one lever's range), ``capacity``
+(:func:`resources`), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
+beats beyond its noise), ``diagnosis`` (the reasons and remedies as message
 templates keyed by cause), ``result`` (:class:`Plan`) and ``_common`` (tolerances, limits,
 scenario transformations). Submodules load on first use, so ``relsim solve`` in flag form
 imports only the chain planner.
@@ -84,7 +91,10 @@ _EXPORTS = {
     "levers": "relsim.plan.sensitivity",
     "Curve": "relsim.plan.curves",
     "curve": "relsim.plan.curves",
+    "time_levers": "relsim.plan.sensitivity",
     "frontier": "relsim.plan.dominance",
+    "resources": "relsim.plan.capacity",
+    "ResourcePlan": "relsim.plan.capacity",
 }
 
 __all__ = sorted([*_EXPORTS, "solve"])

@@ -33,6 +33,14 @@ one fewer step (the last)                  ``steps`` -> ``steps - 1``; every per
 
 A change that would leave the scenario as it is (``p`` already 1, ``miss`` already 0, ...)
 is not listed.
+
+:func:`time_levers` does the same for time (docs/model.md section 7), with the timeline engine
+and the scenario's targets in time: one more reviewer, agent or LLM slot, the rpm or tpm limit
+doubled, a review 25% faster, a deadline 50% longer; each change's effect on every target (or,
+without targets, on success, the duration's mean and p90, throughput and cost per success) with
+a 95% interval. Every change runs on the baseline's seeds (common random numbers), so a
+workload's effect is the mean of its per-replication differences, with the t interval of their
+spread: far sharper than comparing two independent runs.
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ from relsim.scenario import Scenario
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["COLUMNS", "POINT", "apply", "levers"]
+__all__ = ["COLUMNS", "POINT", "TIME_QUANTITIES", "apply", "levers", "time_levers"]
 
 #: The columns of the table, in order.
 COLUMNS = ("lever", "set", "success", "delta_success", "cost_per_success", "delta_cost_per_success")
@@ -310,3 +318,182 @@ def _difference(new: float, old: float) -> float:
     if math.isfinite(difference) and abs(difference) <= NOISE * max(abs(new), abs(old)):
         return 0.0
     return difference
+
+
+# ------------------------------------------------------------------------- time levers
+#: What a time lever is judged on when the scenario sets no targets in time.
+TIME_QUANTITIES = ("success", "duration_mean", "duration_p90", "throughput_per_hour",
+                   "cost_per_success")
+#: A review this much faster, a deadline this much longer.
+FASTER_REVIEW, LONGER_DEADLINE = 0.75, 1.5
+#: Independent trials of each run when none are given.
+TIME_TRIALS = 2000
+
+
+def time_levers(
+    scenario: Scenario | Mapping[str, Any],
+    *,
+    replications: int | None = None,
+    trials: int | None = None,
+    seed: int = 0,
+    baseline: Any = None,
+) -> "pd.DataFrame":
+    r"""Every single change to a scenario's time tables, judged with the timeline engine.
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+    replications : int or None
+        A workload's replications of every run (None: the baseline's default rule, then the
+        same number for every change).
+    trials : int or None
+        Independent trials of every run (a batch sharing nothing; None: 2000).
+    seed : int
+        The seed of every run: the changes share the baseline's random numbers.
+    baseline : TimelineOutcome or None
+        The scenario's own run with ``seed`` when it is at hand (the changes then run with its
+        replications or trials); None: run here.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per change that applies: ``lever``, ``set`` (dotted keys to new values, as
+        :func:`levers`), ``met`` (how many targets the change meets), then for each quantity
+        ``q`` (the targets in time, else :data:`TIME_QUANTITIES`): ``q`` (its estimate),
+        ``delta_q`` with ``delta_q_low`` and ``delta_q_high`` (the change against the
+        baseline and its 95% interval) and, for a target, ``status_q``. Sorted by ``met``,
+        then by the first quantity's improvement. ``frame.attrs`` holds ``baseline`` (each
+        quantity and status), ``quantities``, ``targets``, ``replications``, ``trials`` and
+        ``seed``.
+
+    Examples
+    --------
+    >>> table = time_levers({"steps": 1, "p": 1.0, "timing": {"attempt": 60},
+    ...                      "fleet": {"arrivals": "poisson", "rate_per_hour": 100,
+    ...                                "agents": 2, "tasks": 300},
+    ...                      "targets": {"duration_p90": 120}}, replications=3, seed=1)
+    >>> row = table.iloc[0]
+    >>> row["lever"], row["status_duration_p90"], bool(row["delta_duration_p90_high"] < 0)
+    ('one more agent', 'met', True)
+    """
+    import pandas as pd
+
+    from relsim.scenario import time_model
+    from relsim.timeline import simulate_timeline
+
+    base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    time = time_model(base)
+    targets = dict(time.targets)
+    quantities = tuple(targets) or tuple(
+        q for q in TIME_QUANTITIES if time.workload or q != "throughput_per_hour")
+    if time.workload:
+        origin = baseline or simulate_timeline(base, replications=replications, seed=seed)
+        replications = origin.replications
+
+        def run(design: Scenario) -> Any:
+            return simulate_timeline(design, replications=replications, seed=seed)
+    else:
+        trials = TIME_TRIALS if trials is None else trials
+        origin = baseline or simulate_timeline(base, trials, seed=seed)
+        trials = origin.trials
+
+        def run(design: Scenario) -> Any:
+            if time_model(design).workload:  # pragma: no cover - no time lever shares anything new
+                raise invalid("lever", "a change that keeps the trials independent", design)
+            return simulate_timeline(design, trials, seed=seed)
+
+    rows = []
+    for lever, changes in _time_changes(base):
+        outcome = run(apply(base, changes))
+        row: dict[str, Any] = {"lever": lever, "set": changes}
+        row["met"] = sum(outcome.targets[k]["status"] == "met" for k in targets)
+        for key in quantities:
+            value, _ = outcome.quantity(key)
+            delta, low, high = _paired(key, origin, outcome)
+            row[key] = value
+            row[f"delta_{key}"], row[f"delta_{key}_low"], row[f"delta_{key}_high"] = delta, low, high
+            if key in targets:
+                row[f"status_{key}"] = outcome.targets[key]["status"]
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if rows:
+        first = quantities[0]
+        better = frame[f"delta_{first}"] * (1.0 if first in _AT_LEAST else -1.0)
+        frame = frame.assign(_order=better.fillna(-math.inf)).sort_values(
+            ["met", "_order"], ascending=False, kind="stable").drop(columns="_order").reset_index(drop=True)
+    summary: dict[str, Any] = {}
+    for key in quantities:
+        summary[key] = origin.quantity(key)[0]
+        if key in targets:
+            summary[f"status_{key}"] = origin.targets[key]["status"]
+    frame.attrs.update(baseline=summary, quantities=quantities, targets=targets,
+                       replications=origin.replications, trials=origin.trials, seed=seed)
+    return frame
+
+
+_AT_LEAST = ("success", "throughput_per_hour", "successes_per_hour")
+
+
+def _time_changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    """(lever, set) for every time change that applies to ``s``."""
+    from relsim.scenario import time_model
+
+    time = time_model(s)
+    out: list[tuple[str, dict[str, Any]]] = []
+    if time.human and time.reviewers is not None:
+        out.append(("one more reviewer", {"resources.reviewers": time.reviewers + 1}))
+    if time.agents is not None:
+        out.append(("one more agent", {"fleet.agents": time.agents + 1}))
+    if time.llm_concurrency is not None:
+        out.append(("one more LLM slot", {"resources.llm_concurrency": time.llm_concurrency + 1}))
+    if time.rpm is not None:
+        out.append(("rpm doubled", {"resources.rpm": _round(2 * time.rpm)}))
+    if time.tpm is not None:
+        out.append(("tpm doubled", {"resources.tpm": _round(2 * time.tpm)}))
+    if time.human and not time.review.is_zero:
+        out.append(("review 25% faster", {"resources.review": _faster(time.review.to_file())}))
+    if time.deadline is not None:
+        out.append(("deadline 50% longer", {"timing.deadline": _round(LONGER_DEADLINE * time.deadline)}))
+    return out
+
+
+def _faster(review: Any) -> Any:
+    if isinstance(review, Mapping):
+        return {key: _round(FASTER_REVIEW * value) for key, value in review.items()}
+    return _round(FASTER_REVIEW * review)
+
+
+def _paired(key: str, base: Any, other: Any) -> tuple[float, float, float]:
+    """The change in ``key`` and its 95% interval: a workload's paired per-replication
+    differences (cost per success through its linearisation), else the two runs' errors
+    combined (independent runs of independent trials)."""
+    from relsim.intervals import normal_interval, t_interval
+
+    new, _ = other.quantity(key)
+    old, _ = base.quantity(key)
+    if new is None or old is None:
+        return (math.nan, math.nan, math.nan)
+    delta = _difference(new, old)
+    if not math.isfinite(delta):
+        return (delta, math.nan, math.nan)
+    if base.replications:
+        count = base.replications
+        differences = _influence(key, other) - _influence(key, base)
+        se = float(differences.std(ddof=1)) / math.sqrt(count)
+        low, high = (delta, delta) if se == 0 else t_interval(delta, se, count)
+        return (delta, low, high)
+    se = math.hypot(base.standard_errors.get(key, math.nan), other.standard_errors.get(key, math.nan))
+    low, high = normal_interval(delta, se)
+    return (delta, low, high)
+
+
+def _influence(key: str, out: Any) -> np.ndarray:
+    """Per replication, what ``key``'s estimate is the mean of: its values, or for cost per
+    success (a ratio of means) ``(C_r - R S_r) / S`` plus ``R``."""
+    values = out.replication_values
+    if key != "cost_per_success":
+        return np.asarray(values[key], dtype=float)
+    cost = np.asarray(values["expected_cost"], dtype=float)
+    success = np.asarray(values["success"], dtype=float)
+    ratio = out.cost_per_success
+    return ratio + (cost - ratio * success) / success.mean()

@@ -81,7 +81,11 @@ def durations(
     if spans is not None and len(spans):
         seconds = np.sort((spans["end"] - spans["arrive"]).to_numpy(dtype=float))
         share = np.arange(1, seconds.size + 1) / seconds.size
-        if total == seconds.size:
+        tasks = getattr(result, "tasks", None)  # a workload records its first replication
+        if tasks:
+            label = (f"all {tasks} tasks of the first replication" if tasks == seconds.size
+                     else f"the first {seconds.size} of {tasks} tasks of the first replication (recorded)")
+        elif total == seconds.size:
             label = f"all {total} trials"
         elif total:  # the first trials of a fleet need not look like the rest (no queue yet)
             label = f"only the first {seconds.size} of {total} trials: not a random sample"
@@ -91,7 +95,9 @@ def durations(
             label = f"recorded trials ({seconds.size})"
         ax.step(seconds, share, where="post", color=WORK_COLOR, label=label)
     quantiles = [float(summary[key]) for key in ("p50", "p90", "p99")]
-    every = f"all {total} trials" if total else "all trials"
+    replications = getattr(result, "replications", None)
+    every = (f"mean of {replications} replications" if replications
+             else f"all {total} trials" if total else "all trials")
     ax.plot(quantiles, [0.5, 0.9, 0.99], linestyle="none", marker="o", color="black",
             label=f"p50, p90, p99 ({every})")
     ax.axvline(float(summary["mean"]), linestyle="--", color="gray",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from relsim.scenario import trial_model
 from relsim.report import explorer
-from relsim.report._html import Section, esc, new_figure, number, svg, table
+from relsim.report._html import Section, esc, interval, new_figure, number, svg, table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -438,65 +438,153 @@ def monte_carlo(ctx: Context) -> Section | None:
 
 
 #: The time tables of docs/model.md section 7; a scenario with any of them gets a time section.
-TIME_TABLES = ("timing", "fleet", "resources", "infra")
-#: Trials of the timeline run (simpy plays each trial event by event: about a thousand a
-#: second). All are recorded, so the distribution of durations is that of every trial: the
-#: first trials of a fleet alone would miss the queue that later ones wait in.
+TIME_TABLES = ("timing", "fleet", "resources", "infra", "targets")
+#: Independent trials of the timeline run (simpy plays each trial event by event: about a
+#: thousand a second). All are recorded, so the distribution of durations is that of every
+#: trial. A workload runs the timeline's replications (its default rule) instead, and records
+#: its first replication up to this many tasks.
 TIMELINE_TRIALS = 2_000
 #: Trials drawn in the Gantt chart.
 GANTT_TRIALS = 20
+_FIGURE_ROWS = (("duration", "duration {} (seconds)"), ("wait", "mean wait for {} (seconds)"),
+                ("utilisation", "utilisation of {}"), ("offered_load", "offered load of {}"))
 
 
 def in_time(ctx: Context) -> Section | None:
-    """In time (the timeline engine): the split with timeouts and crashes, durations, waits
-    and utilisation, the distribution of durations and a Gantt chart of the first trials.
+    """In time (the timeline engine): how the run was made and how precise it is, the targets
+    in time met, missed or undecided, the warnings, every figure with its interval, the
+    bottleneck, the time levers, the split with timeouts and crashes, the distribution of
+    durations and a Gantt chart of the first trials.
 
     Shown when the scenario has a time table, and left out with ``trials = 0`` like the Monte
-    Carlo check.
+    Carlo check. Independent trials (a batch sharing nothing) run ``min(trials, 2000)``
+    trials; a workload runs the timeline's default number of replications (docs/model.md
+    section 7, "Workloads"), and the levers the same number on the same seeds.
     """
     s = ctx.scenario
     if ctx.trials <= 0 or not any(getattr(s, table, None) is not None for table in TIME_TABLES):
         return None
     from relsim import plot
+    from relsim.plan.sensitivity import time_levers
+    from relsim.scenario import time_model
     from relsim.timeline import simulate_timeline
 
-    trials = min(ctx.trials, TIMELINE_TRIALS)
-    run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)
+    time = time_model(s)
+    if time.workload:  # replications of the workload (docs/model.md section 7, "Workloads")
+        run = simulate_timeline(s, replications=None, seed=ctx.seed,
+                                record=min(time.tasks, TIMELINE_TRIALS))
+    else:
+        trials = min(ctx.trials, TIMELINE_TRIALS)
+        run = simulate_timeline(s, trials=trials, seed=ctx.seed, record=trials)
+    levers_table = time_levers(s, seed=ctx.seed, baseline=run)
     timing = getattr(s, "timing", None)
     deadline = getattr(timing, "deadline", None)
-    se = run.standard_errors
-    rows: list[tuple[str, Any, Any]] = [
-        (key.replace("_", " "), getattr(run, key), se.get(key))
-        for key in ("success", "silent_failure", "detected_failure", "timeout", "infra_failure")
-    ]
-    rows += [(f"duration {key} (seconds)", value, se.get("duration") if key == "mean" else None)
-             for key, value in run.duration.items()]
-    rows += [(f"mean wait for {key} (seconds)", value, None) for key, value in run.wait.items()]
-    rows += [(f"utilisation of {key}", _percent(value), None) for key, value in run.utilisation.items()]
-    rows += [
-        ("makespan (seconds)", run.makespan, None),
-        ("trials ended per hour", run.throughput_per_hour, None),
-        ("successes per hour", run.successes_per_hour, None),
-    ]
+    body = [f"<p>{esc(_how_run(run))}</p>"]
+    body += [f'<p class="verdict bad">Warning: {esc(line)}</p>' for line in run.warnings]
+    if run.targets:
+        body.append(_targets_html(run))
+    body.append(table(("quantity", "value", "standard error", "95% interval"), _figure_rows(run),
+                      numeric=(False, True, True, True)))
+    if run.bottleneck is not None:
+        body.append(f"<p>Bottleneck: <strong>{esc(run.bottleneck)}</strong>, the limited "
+                    "resource nearest its capacity (agents counted without the time their "
+                    "trials wait for the others).</p>")
+    if len(levers_table):
+        body.append(_time_levers_html(levers_table))
     split = new_figure(7.0, 4.2)
     plot.outcome_split({"exact (no time)": ctx.exact, "in time": run}, ax=split.add_subplot())
     spread = new_figure(7.0, 4.2)
     plot.durations(run, deadline=deadline, ax=spread.add_subplot())
     figures = ["time-split", "durations"]
-    body = [
-        f"<p>The timeline engine plays {run.trials} trials (seed {run.seed}) in time: agent "
-        "slots, rate limits, LLM slots and reviewers are shared, a trial past its deadline "
-        "ends as a timeout and a crash as an infra failure. Standard errors are the run's.</p>",
-        table(("quantity", "value", "standard error"), rows, numeric=(False, True, True)),
+    body += [
         svg(split, "time-split", "How trials end, exactly without time and in time"),
         svg(spread, "durations", "Trial durations from arrival to end"),
     ]
     if run.events is not None and len(run.events):
-        gantt = new_figure(7.5, 1.5 + 0.25 * min(GANTT_TRIALS, run.trials))
+        recorded = int(run.events["trial"].nunique())
+        gantt = new_figure(7.5, 1.5 + 0.25 * min(GANTT_TRIALS, recorded))
         plot.timeline(run.events, trials=GANTT_TRIALS, ax=gantt.add_subplot())
         figures.append("gantt")
-        body.append(svg(gantt, "gantt", f"The first {min(GANTT_TRIALS, run.trials)} trials: work against waiting"))
-    return Section("time", "In time: durations, waits and utilisation", "\n".join(body), tuple(figures))
+        body.append(svg(gantt, "gantt", f"The first {min(GANTT_TRIALS, recorded)} trials: work against waiting"))
+    return Section("time", "In time: targets, durations, waits and utilisation", "\n".join(body),
+                   tuple(figures))
+
+
+def _how_run(run: Any) -> str:
+    """What the timeline ran and how precise it is, in words."""
+    if run.replications is None:
+        words = (f"The timeline engine plays {run.trials} independent trials (seed {run.seed}) "
+                 "in time: a trial past its deadline ends as a timeout and a crash as an infra "
+                 "failure. They share nothing, so each is counted on its own: the standard "
+                 "errors are the trials' and a batch has no throughput.")
+    else:
+        warm = f", the first {run.warmup:,} left out as warm-up" if run.warmup else ""
+        words = (f"The timeline engine runs the workload ({run.tasks:,} tasks{warm}) "
+                 f"{run.replications} times on seeds spawned from {run.seed}: agent slots, rate "
+                 "limits, LLM slots and reviewers are shared, so trials are not independent, "
+                 "and every figure is the mean over the replications with the standard error "
+                 "of their spread and a 95% t interval.")
+    if run.precision is not None:
+        words += f" The mean duration's standard error is {run.precision:.1%} of it."
+    return words
+
+
+def _figure_rows(run: Any) -> list[tuple[str, Any, Any, str]]:
+    """Every reported figure that is defined, with its standard error and interval."""
+    se, intervals = run.standard_errors, run.intervals
+    rows: list[tuple[str, Any, Any, str]] = []
+
+    def add(label: str, key: str, value: Any) -> None:
+        rows.append((label, value, se.get(key), interval(intervals.get(key, (None, None)))))
+
+    for key in ("success", "silent_failure", "detected_failure", "timeout", "infra_failure",
+                "expected_attempts", "expected_cost", "cost_per_success"):
+        add(key.replace("_", " "), key, getattr(run, key))
+    for name, label in _FIGURE_ROWS:
+        for key, value in getattr(run, name).items():
+            if value is not None and not (name == "wait" and run.replications is None):
+                add(label.format(key), f"{name}_{key}", value)
+    for key, label in (("makespan", "makespan (seconds)"), ("throughput_per_hour", "trials ended per hour"),
+                       ("successes_per_hour", "successes per hour")):
+        if getattr(run, key) is not None:
+            add(label, key, getattr(run, key))
+    return rows
+
+
+_SIDES = {"success": ">=", "throughput_per_hour": ">="}
+
+
+def _targets_html(run: Any) -> str:
+    """The targets in time, each met, missed or undecided with its quantity's interval."""
+    rows = [(key, f"{_SIDES.get(key, '<=')} {number(v['target'])}", v["estimate"],
+             interval(v["ci"] or (None, None)), v["status"]) for key, v in run.targets.items()]
+    met = run.meets_targets
+    words = ("every target is met: each interval lies on its right side" if met else
+             "not every target is met: a missed target's interval lies on the wrong side, an "
+             "undecided one's straddles it (more replications may decide it)")
+    return (table(("target", "wanted", "estimate", "95% interval", "verdict"), rows,
+                  numeric=(False, False, True, True, False))
+            + f'<p class="verdict {"good" if met else "bad"}">In time, {esc(words)}.</p>')
+
+
+def _time_levers_html(levers: Any) -> str:
+    """The time levers: each change, what it sets, and each quantity's change with its interval."""
+    quantities = levers.attrs["quantities"]
+    header = ["lever", "sets", *(f"{q}: change (95% interval)" for q in quantities)]
+    rows = []
+    for row in levers.to_dict("records"):
+        cells: list[Any] = [row["lever"], ", ".join(f"{k} = {v}" for k, v in row["set"].items())]
+        for q in quantities:
+            change = f"{number(row[f'delta_{q}'], 4)} {interval((row[f'delta_{q}_low'], row[f'delta_{q}_high']), 4)}"
+            status = row.get(f"status_{q}")
+            cells.append(change + (f" {status}" if status else ""))
+        rows.append(cells)
+    runs = (f"{levers.attrs['replications']} replications" if levers.attrs["replications"]
+            else f"{levers.attrs['trials']} trials")
+    return (f"<p>Time levers: each single change in time (a shared resource, the review, the "
+            f"deadline), run on the baseline's seeds ({esc(runs)} each), so a change's effect is measured against the "
+            "same tasks; a verdict is the target's at the changed design.</p>"
+            + table(header, rows, numeric=(False, False, *(False,) * len(quantities))))
 
 
 #: The report's sections in reading order; a new section is one more function here.

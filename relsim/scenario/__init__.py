@@ -4,7 +4,8 @@ The package is in dependency order; each module imports only the ones above it h
 ``relsim.checks``, the one set of input checks below everything, and ``relsim.errors``):
 
 - ``files``: the one safe TOML reader (size, FIFO, encoding and nesting limits);
-- ``time_tables``: section 7's tables (``Timing``, ``Fleet``, ``Resources``, ``Infra``);
+- ``time_tables``: section 7's tables (``Timing``, ``Fleet``, ``Resources``, ``Infra``,
+  ``Targets``);
 - ``tables``: section 3-4's tables and :class:`Scenario`, each validating itself;
 - ``compiled``: the frozen :class:`TrialModel` and :class:`TimeModel` (section 3 and 7 as
   arrays), what the exact engine, Monte Carlo, the timeline and the planner read.
@@ -31,7 +32,7 @@ from relsim.scenario.tables import (
     Verifier,
     as_scenario,
 )
-from relsim.scenario.time_tables import Backoff, Duration, Fleet, Infra, Resources, Timing
+from relsim.scenario.time_tables import Backoff, Duration, Fleet, Infra, Resources, Targets, Timing
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -53,6 +54,7 @@ __all__ = [
     "Retries",
     "Scenario",
     "ScenarioError",
+    "Targets",
     "TimeModel",
     "Timing",
     "TrialModel",

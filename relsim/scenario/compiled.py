@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from relsim.scenario.tables import Scenario, checkpoint_positions
-from relsim.scenario.time_tables import ZERO, Backoff, Duration
+from relsim.scenario.time_tables import DEFAULT_TASKS, TARGET_KEYS, ZERO, Backoff, Duration
 
 __all__ = ["NO_CAP", "TimeModel", "TrialModel", "expit", "expit_array", "shift", "shift_array", "time_model", "trial_model"]
 
@@ -276,6 +276,14 @@ class TimeModel:
         Every checkpoint check is a human review (``review`` long, holding a reviewer).
     review : Duration
     crash_per_hour : float
+    tasks : int
+        Tasks one replication of a workload runs (1000 without ``[fleet]``).
+    warmup : int
+        Tasks at the start of a replication left out of its statistics: ``fleet.warmup``, by
+        default 10% of ``tasks`` with Poisson arrivals, 0 for a batch.
+    targets : tuple of (str, float)
+        The targets in time (``[targets]``, with the top-level ``target`` as ``success``), in
+        ``TARGET_KEYS`` order.
     """
 
     attempt: tuple[Duration, ...]
@@ -295,6 +303,9 @@ class TimeModel:
     human: bool
     review: Duration
     crash_per_hour: float
+    tasks: int = DEFAULT_TASKS
+    warmup: int = 0
+    targets: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_scenario(cls, s: Scenario) -> "TimeModel":
@@ -321,6 +332,9 @@ class TimeModel:
             human=s.checkpoints is not None and s.checkpoints.human,
             review=ZERO if res is None or res.review is None else res.review,
             crash_per_hour=0.0 if infra is None else infra.crash_per_hour,
+            tasks=DEFAULT_TASKS if fleet is None else fleet.tasks,
+            warmup=0 if fleet is None else fleet.warmup_tasks,
+            targets=_targets(s),
         )
 
     @property
@@ -335,10 +349,23 @@ class TimeModel:
         )
 
     @property
+    def workload(self) -> bool:
+        """Section 9's second mode: Poisson arrivals or anything shared, run as replications
+        of ``tasks`` tasks; otherwise the trials are independent (a batch sharing nothing)."""
+        return self.poisson or not self.independent
+
+    @property
     def changes_outcomes(self) -> tuple[str, ...]:
         """The keys that make a trial end otherwise than section 3 says (a deadline, crashes)."""
         keys = ("timing.deadline",) if self.deadline is not None else ()
         return keys + (("infra.crash_per_hour",) if self.crash_per_hour > 0 else ())
+
+
+def _targets(s: Scenario) -> tuple[tuple[str, float], ...]:
+    given = {} if s.targets is None else s.targets.given()
+    if s.target is not None:
+        given["success"] = s.target  # the same target (tables.py refuses two values)
+    return tuple((key, float(given[key])) for key in TARGET_KEYS if key in given)
 
 
 @lru_cache(maxsize=128)

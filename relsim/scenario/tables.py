@@ -32,6 +32,7 @@ from relsim.scenario.time_tables import (
     Fleet,
     Infra,
     Resources,
+    Targets,
     Timing,
     backoff_wait,
 )
@@ -231,6 +232,8 @@ class Scenario:
     fleet: Fleet | None = None
     resources: Resources | None = None
     infra: Infra | None = None
+    # What the design must meet in time (docs/model.md section 7).
+    targets: Targets | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -428,6 +431,12 @@ def _check_section3_links(s: Scenario, n: int) -> None:
 
 
 def _check_time_links(s: Scenario) -> None:
+    given = None if s.targets is None else s.targets.success
+    if given is not None and s.target is not None and given != s.target:
+        raise ScenarioError(
+            f"targets.success: must equal the top-level target = {s.target:g} when both are "
+            f"given (they are one target), got {given:g}"
+        )
     human = s.checkpoints is not None and s.checkpoints.human
     t, r = s.timing, s.resources
     if t is not None:

@@ -1,6 +1,8 @@
-"""The time tables of a scenario: ``[timing]``, ``[fleet]``, ``[resources]``, ``[infra]``.
+"""The time tables of a scenario: ``[timing]``, ``[fleet]``, ``[resources]``, ``[infra]``, and
+the ``[targets]`` a design must meet in time.
 
-docs/model.md section 7 fixes them. They change *when* things happen in a trial and what a
+docs/model.md section 7 fixes them all, with the workload (``fleet.tasks``,
+``fleet.warmup``) and ``[targets]``. They change *when* things happen in a trial and what a
 fleet of trials shares, never the draws and decisions of section 3: the exact engine, Monte
 Carlo and the planner ignore them; the timeline engine reads them (through
 ``relsim.scenario.compiled.TimeModel``). Each table validates its own values when it is built;
@@ -21,7 +23,7 @@ from typing import Any, Mapping
 from relsim.errors import ScenarioError, invalid
 from relsim import checks
 
-__all__ = ["Backoff", "Duration", "Fleet", "Infra", "Resources", "Timing"]
+__all__ = ["Backoff", "Duration", "Fleet", "Infra", "Resources", "TARGET_KEYS", "Targets", "Timing"]
 
 #: The widest lognormal spread accepted, ``p95 / median``: ``sigma`` up to 8.4, so a draw of
 #: ``median * exp(sigma z)`` stays finite for any ``z`` a trial will meet.
@@ -42,6 +44,12 @@ MIN_RATE_PER_HOUR = 3600.0 / MAX_SECONDS
 #: The lowest tpm: a billionth of a token a minute, far below any provider's limit and far
 #: above the floats whose refill rate (tpm / 60) would round to 0.
 MIN_TPM = 1e-9
+
+#: Upper limit of ``fleet.tasks``: one replication of a million tasks is minutes of simpy.
+MAX_TASKS = 1_000_000
+
+#: Tasks in one replication of a workload when ``fleet.tasks`` is not given.
+DEFAULT_TASKS = 1000
 
 _KINDS = ("constant", "lognormal", "exponential")
 _E = ScenarioError
@@ -254,12 +262,16 @@ class Timing:
 
 @dataclass(frozen=True)
 class Fleet:
-    """How trials arrive (``"batch"``: all at 0; ``"poisson"``: at ``rate_per_hour``) and how
-    many run at once (``agents``; None: unlimited)."""
+    """How trials arrive (``"batch"``: all at 0; ``"poisson"``: at ``rate_per_hour``), how
+    many run at once (``agents``; None: unlimited), and the workload one replication runs
+    (docs/model.md section 7, "Workloads"): ``tasks`` tasks, the first ``warmup`` of them
+    (Poisson only; None: 10% of ``tasks``) left out of the statistics."""
 
     arrivals: str = "batch"
     rate_per_hour: float | None = None
     agents: int | None = None
+    tasks: int = DEFAULT_TASKS
+    warmup: int | None = None
 
     def __post_init__(self) -> None:
         checks.choice(self.arrivals, "fleet.arrivals", ("batch", "poisson"), _E)
@@ -275,6 +287,20 @@ class Fleet:
             raise _E('fleet.rate_per_hour: used only with arrivals = "poisson" (batch trials all arrive at 0)')
         if self.agents is not None:
             _set(self, "agents", checks.integer(self.agents, "fleet.agents", 1, MAX_SLOTS, error=_E))
+        _set(self, "tasks", checks.integer(self.tasks, "fleet.tasks", 1, MAX_TASKS, error=_E))
+        if self.warmup is not None:
+            if self.arrivals != "poisson":
+                raise _E('fleet.warmup: used only with arrivals = "poisson" (a batch has no steady '
+                         "state to warm up to)")
+            _set(self, "warmup", checks.integer(self.warmup, "fleet.warmup", 0, self.tasks - 1, error=_E))
+
+    @property
+    def warmup_tasks(self) -> int:
+        """The tasks left out at the start: ``warmup``, by default 10% of ``tasks`` with
+        Poisson arrivals (rounded down) and none for a batch."""
+        if self.warmup is not None:
+            return self.warmup
+        return self.tasks // 10 if self.arrivals == "poisson" else 0
 
 
 @dataclass(frozen=True)
@@ -330,5 +356,53 @@ class Infra:
         _set(self, "crash_per_hour", checks.nonnegative(self.crash_per_hour, "infra.crash_per_hour", _E))
 
 
+#: The keys of ``[targets]`` in the order they are reported (docs/model.md section 7).
+TARGET_KEYS = (
+    "success", "duration_mean", "duration_p50", "duration_p90", "duration_p99", "timeout",
+    "throughput_per_hour", "cost_per_success",
+)
+#: The targets met from above (at least); the others are met from below (at most).
+AT_LEAST = frozenset({"success", "throughput_per_hour"})
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What a design must meet in time (docs/model.md section 7); any subset.
+
+    ``success`` (at least; the top-level ``target`` says the same), ``duration_mean`` and
+    ``duration_p50``/``p90``/``p99`` (seconds, arrival to end, at most), ``timeout`` (a share,
+    at most), ``throughput_per_hour`` (at least) and ``cost_per_success`` (at most).
+    """
+
+    success: float | None = None
+    duration_mean: float | None = None
+    duration_p50: float | None = None
+    duration_p90: float | None = None
+    duration_p99: float | None = None
+    timeout: float | None = None
+    throughput_per_hour: float | None = None
+    cost_per_success: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.success is not None:
+            _set(self, "success", checks.in_range(self.success, "targets.success", 0.0, 1.0,
+                                                  low_open=True, error=_E))
+        for key in ("duration_mean", "duration_p50", "duration_p90", "duration_p99",
+                    "throughput_per_hour"):
+            if getattr(self, key) is not None:
+                _set(self, key, checks.positive(getattr(self, key), f"targets.{key}", _E))
+        if self.timeout is not None:
+            _set(self, "timeout", checks.probability(self.timeout, "targets.timeout", _E))
+        if self.cost_per_success is not None:
+            _set(self, "cost_per_success",
+                 checks.nonnegative(self.cost_per_success, "targets.cost_per_success", _E))
+
+    def given(self) -> dict[str, float]:
+        """The targets set, in :data:`TARGET_KEYS` order."""
+        return {key: getattr(self, key) for key in TARGET_KEYS if getattr(self, key) is not None}
+
+
 #: table name -> dataclass, in file order
-TIME_TABLES: dict[str, type] = {"timing": Timing, "fleet": Fleet, "resources": Resources, "infra": Infra}
+TIME_TABLES: dict[str, type] = {
+    "timing": Timing, "fleet": Fleet, "resources": Resources, "infra": Infra, "targets": Targets,
+}

@@ -112,7 +112,9 @@ def sweep(
     A point's numbers depend only on its scenario and its seed, never on the workers, the
     batches or the order: point ``i`` of a simulate sweep is
     ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``, of a
-    timeline sweep ``simulate_timeline(grid.scenario(i), trials, seed=point_seed(seed, i))``.
+    timeline sweep ``simulate_timeline(grid.scenario(i), trials, seed=point_seed(seed, i))``
+    for independent trials and ``simulate_timeline(grid.scenario(i), replications=R,
+    seed=point_seed(seed, i))`` for a workload.
     A point that Ctrl-C cuts short is not recorded: the sweep stops with
     ``KeyboardInterrupt`` and the journal keeps the points finished before.
 
@@ -242,7 +244,8 @@ def _local(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
            workers: Any, scheduler: Any) -> Generator[Rows, None, None]:
     """Every batch in this process, in index order (the scenarios are the validated ones)."""
     for indices in _batches(todo, entry, 1, batch):
-        yield run_batch(entry.name, grid.trials, [(i, grid.scenario(i), grid.seed_of(i)) for i in indices])
+        yield run_batch(entry.name, grid.trials, [(i, grid.scenario(i), grid.seed_of(i)) for i in indices],
+                        grid.replications)
 
 
 def _dask(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
@@ -273,7 +276,8 @@ def _dask(grid: Grid, entry: Method, todo: Sequence[int], batch: int | None,
         count = workers or max(1, len(client.scheduler_info().get("workers", {})))
         for indices in _batches(todo, entry, count, batch):
             points = [(i, grid.scenario_dict(i), grid.seed_of(i)) for i in indices]
-            futures.append(client.submit(run_batch, entry.name, grid.trials, points, pure=False))
+            futures.append(client.submit(run_batch, entry.name, grid.trials, points,
+                                         grid.replications, pure=False))
         for future in as_completed(futures):
             yield future.result()
     finally:

@@ -4,7 +4,8 @@ A grid is read from TOML (:meth:`Grid.from_toml`) or a mapping (:meth:`Grid.from
 
     base = "production_agent.toml"   # a scenario file, relative to the grid file; or a [base] table
     method = "exact"                 # exact | simulate | timeline
-    trials = 200000                  # simulate / timeline: trials per point
+    trials = 200000                  # simulate / timeline: trials per point (independent trials)
+    replications = 10                # timeline: replications per point of a workload (default: the rule)
     seed = 1                         # simulate / timeline: the grid's seed
     mode = "product"                 # product (default): every combination; zip: the axes side by side
     [axes]
@@ -57,7 +58,9 @@ MAX_TRIALS = 10**10
 
 #: A duration's keys in a file (docs/model.md section 7): ``{median, p95}`` or ``{mean}``.
 _DURATION_KEYS = ("median", "p95", "mean")
-_GRID_KEYS = ("base", "method", "trials", "seed", "mode", "axes")
+_GRID_KEYS = ("base", "method", "trials", "replications", "seed", "mode", "axes")
+#: The most replications per point.
+MAX_REPLICATIONS = 100_000
 _MODES = ("product", "zip")
 
 
@@ -134,7 +137,11 @@ class Grid:
         ``"product"``: every combination, the last axis varying fastest; ``"zip"``: point ``i``
         takes the ``i``-th value of every axis.
     trials, seed : int or None
-        Trials per point and the grid's seed, for the stochastic methods.
+        Trials per point and the grid's seed, for the stochastic methods (the timeline's
+        ``trials`` for points of independent trials).
+    replications : int or None
+        The timeline's replications per point that is a workload (Poisson arrivals or a
+        shared resource; docs/model.md section 7); None: the default rule.
     source : str or None
         The grid file, named in error messages.
 
@@ -152,6 +159,7 @@ class Grid:
     trials: int | None = None
     seed: int | None = None
     source: str | None = None
+    replications: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, Mapping):
@@ -169,7 +177,34 @@ class Grid:
         )
         self._check()
         self._check_points()  # build and validate every point now, before anything runs
+        if self.method == "timeline":
+            self._check_modes()
 
+    def _check_modes(self) -> None:
+        """A timeline grid gives ``trials`` for its points of independent trials and may give
+        ``replications`` for its workloads (docs/model.md section 7); either count given for
+        a grid with no point of its mode is an error naming the other."""
+        from relsim.scenario import time_model
+
+        workloads = [time_model(s).workload for s in self.scenarios]
+        independent = [i for i, workload in enumerate(workloads) if not workload]
+        if independent and self.trials is None:
+            i = independent[0]
+            raise RelsimError(
+                f'trials: required with method = "timeline" for points of independent trials '
+                f"(a batch sharing nothing), such as point {i} ({self.describe(i)})"
+            )
+        if not independent and self.trials is not None:
+            raise RelsimError(
+                "trials: every point is a workload (Poisson arrivals or a shared resource), "
+                "which runs replications of its fleet.tasks: give replications (or leave it "
+                "out for the default), not trials"
+            )
+        if all(not w for w in workloads) and self.replications is not None:
+            raise RelsimError(
+                "replications: every point is independent trials (a batch sharing nothing): "
+                "give trials, not replications"
+            )
     # ------------------------------------------------------------------------ loading
     @classmethod
     def from_toml(cls, path: str | Path) -> "Grid":
@@ -391,6 +426,8 @@ class Grid:
         if self.stochastic:
             grid["trials"] = self.trials
             grid["seed"] = self.seed
+        if self.replications is not None:
+            grid["replications"] = self.replications
         return {"grid": _digest(grid), "base": _digest(dict(self.base))}
 
     # ------------------------------------------------------------------------ checks
@@ -403,7 +440,7 @@ class Grid:
         if not self.axes:
             raise RelsimError("axes: must be a table of at least one axis, got none")
         if chosen.stochastic:
-            if self.trials is None:
+            if self.trials is None and self.method != "timeline":
                 raise RelsimError(f'trials: required with method = "{self.method}"')
             if self.seed is None:
                 raise RelsimError(
@@ -411,6 +448,10 @@ class Grid:
                 )
         if self.trials is not None:
             checks.integer(self.trials, "trials", 1, MAX_TRIALS)
+        if self.replications is not None:
+            if self.method != "timeline":
+                raise RelsimError(f'replications: used only with method = "timeline", got method = "{self.method}"')
+            checks.integer(self.replications, "replications", 2, MAX_REPLICATIONS)
         if self.seed is not None:
             checks.integer(self.seed, "seed", 0, MAX_SEED)
         known = scenario_keys()
@@ -469,6 +510,7 @@ def _from_mapping(cls: type, data: Mapping[str, Any], source: str | None, base_d
         method=method,
         mode=mode,
         trials=data.get("trials"),
+        replications=data.get("replications"),
         seed=data.get("seed"),
         source=source,
     )

@@ -32,8 +32,8 @@ class Method:
     name : str
         The grid's ``method`` value.
     run : callable
-        ``run(scenario, trials, seed) -> Outcome``: the point's outcome (any result with
-        ``to_row()``).
+        ``run(scenario, trials, seed, replications) -> Outcome``: the point's outcome (any
+        result with ``to_row()``); ``replications`` is the timeline's, for a workload.
     keys : tuple of str
         The outcome columns, in order: columns of the outcome's ``to_frame()``.
     stochastic : bool
@@ -45,7 +45,7 @@ class Method:
     """
 
     name: str
-    run: Callable[[Any, int | None, int | None], Outcome]
+    run: Callable[[Any, int | None, int | None, int | None], Outcome]
     keys: tuple[str, ...]
     stochastic: bool
     cheap: bool
@@ -108,27 +108,33 @@ _TIMELINE_SCALARS = (
 _TIMELINE_TABLES = {
     "duration": ("mean", "p50", "p90", "p99"),
     "wait": ("agents", "rate_limit", "llm", "reviewers"),
-    "utilisation": ("agents", "llm", "reviewers"),
+    "utilisation": ("agents", "llm", "reviewers", "rpm", "tpm"),
 }
 _TIMELINE_RATES = ("makespan", "throughput_per_hour", "successes_per_hour")
-#: The timeline's columns, named as in ``TimelineOutcome.to_frame``.
-TIMELINE_KEYS = (
-    *_TIMELINE_SCALARS,
+_TIMELINE_FIGURES = (
     *(f"{table}_{name}" for table, names in _TIMELINE_TABLES.items() for name in names),
     *_TIMELINE_RATES,
 )
-#: Its standard errors: the shares', the means' and cost per success's; ``duration_se`` is
-#: the mean duration's (as ``TimelineOutcome.to_frame`` names it).
-TIMELINE_ERRORS = (*(f"{key}_se" for key in _TIMELINE_SCALARS), "duration_se")
+#: The timeline's columns, named as in ``TimelineOutcome.to_frame``: the estimates, then a
+#: workload's replications and the precision reached (NaN for independent trials).
+TIMELINE_KEYS = (*_TIMELINE_SCALARS, *_TIMELINE_FIGURES, "replications", "precision")
+#: Its standard errors: every estimate's (``duration_se`` is the mean duration's too, as
+#: ``TimelineOutcome.to_frame`` names it); NaN for a figure that has none.
+TIMELINE_ERRORS = (
+    *(f"{key}_se" for key in _TIMELINE_SCALARS), "duration_se",
+    *(f"{key}_se" for key in _TIMELINE_FIGURES),
+)
 
 
-def _exact(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
+def _exact(scenario: Any, trials: int | None, seed: int | None,
+           replications: int | None = None) -> Outcome:
     from relsim.exact import evaluate
 
     return evaluate(scenario)
 
 
-def _simulate(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
+def _simulate(scenario: Any, trials: int | None, seed: int | None,
+              replications: int | None = None) -> Outcome:
     from relsim.montecarlo import simulate
 
     assert trials is not None  # Grid._check requires trials for a stochastic method
@@ -137,11 +143,16 @@ def _simulate(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
         return _whole(simulate(scenario, trials, seed=seed, threads=1))
 
 
-def _timeline(scenario: Any, trials: int | None, seed: int | None) -> Outcome:
+def _timeline(scenario: Any, trials: int | None, seed: int | None,
+              replications: int | None = None) -> Outcome:
+    """Independent trials run ``trials``, a workload ``replications`` (None: the default
+    rule); Grid._check makes sure each point has what its mode needs."""
+    from relsim.scenario import time_model
     from relsim.timeline import simulate_timeline
 
-    assert trials is not None  # Grid._check requires trials for a stochastic method
     with _no_partial_warning():
+        if time_model(scenario).workload:
+            return _whole(simulate_timeline(scenario, replications=replications, seed=seed))
         return _whole(simulate_timeline(scenario, trials, seed=seed))
 
 
@@ -192,7 +203,8 @@ def method(name: Any) -> Method:
 
 
 def run_batch(
-    method_name: str, trials: int | None, points: list[tuple[int, Any, int | None]]
+    method_name: str, trials: int | None, points: list[tuple[int, Any, int | None]],
+    replications: int | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """Judge a batch of points: ``(index, scenario, seed)`` -> ``(index, columns)``.
 
@@ -204,7 +216,7 @@ def run_batch(
     entry = METHODS[method_name]
     out = []
     for index, data, seed in points:
-        row: dict[str, Any] = entry.row(entry.run(as_scenario(data), trials, seed))
+        row: dict[str, Any] = entry.row(entry.run(as_scenario(data), trials, seed, replications))
         if entry.stochastic:
             assert seed is not None  # Grid._check requires a seed for a stochastic method
             row["seed"] = seed

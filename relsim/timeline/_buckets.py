@@ -50,6 +50,10 @@ class RateGate:
         self._queue: deque = deque()  # entries [event, tokens, waiting]
         self._armed = 0  # id of the armed timer; a timer that is not the armed one is stale
         self._timers = 0
+        # calls and tokens taken from ``window`` on: the buckets' utilisation
+        self.window = 0.0
+        self.spent_calls = 0
+        self.spent_tokens = 0.0
 
     # ------------------------------------------------------------------ public
     def take(self, tokens: float) -> Any:
@@ -87,6 +91,9 @@ class RateGate:
         return tok is None or tok.level >= tokens - tok.slack
 
     def _consume(self, tokens: float) -> None:
+        if self.env.now >= self.window:
+            self.spent_calls += 1
+            self.spent_tokens += tokens
         if self.calls is not None:
             self.calls.level = max(0.0, self.calls.level - 1.0)
         if self.tokens is not None:

@@ -1,8 +1,13 @@
 """The timeline driver: arrivals, the agent queue, seeding, the event loop and the tally.
 
-Trial ``k`` draws from ``SeedSequence(seed, spawn_key=(0, k))`` (two ``random.Random``
-streams seeded from it: decisions and time), the arrivals from ``spawn_key=(1,)``, so a
-trial's draws depend on its index only, never on the order in which the fleet runs it.
+Two modes (docs/model.md section 7). Independent trials (a batch sharing nothing) run
+``trials`` trials from the root seed: trial ``k`` draws from ``SeedSequence(seed,
+spawn_key=(0, k))`` (two ``random.Random`` streams seeded from it: decisions and time), so a
+trial's draws depend on its index only, never on the order in which the fleet runs it. A
+workload (Poisson arrivals or anything shared) runs replication ``r`` of its ``tasks`` tasks
+from ``SeedSequence(seed, spawn_key=(r,))``, the same way inside (trial ``k`` from
+``(r, 0, k)``, the arrivals from ``(r, 1)``), and :mod:`relsim.timeline._replications`
+combines the replications.
 
 Memory stays bounded by what runs at once: with ``fleet.agents`` one dispatcher process holds
 the FIFO queue as an index into the arrival sequence (a trial becomes a simpy process only
@@ -13,6 +18,7 @@ makes every trial live at once, because then they really do run at once.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import warnings
@@ -20,11 +26,14 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Mapping
 
 import numpy as np
 
+from relsim import checks
 from relsim._running import InterruptFlag, check_int, check_seed
-from relsim.errors import invalid
+from relsim.errors import RelsimError, invalid
+from relsim.intervals import Z95, quantile_interval
 from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
-from relsim.scenario import Scenario, as_scenario, time_model, trial_model
+from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model
+from relsim.timeline import _replications
 from relsim.timeline._estimate import work_estimate
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
@@ -45,18 +54,18 @@ CHUNK_TRIALS = 4096
 #: simpy events between two looks at Ctrl-C and the progress callback.
 _POLL_EVENTS = 4096
 
-_PERCENTS = (50, 90, 99)
 
 
 def simulate_timeline(
     scenario: Scenario | Mapping[str, Any],
-    trials: int,
+    trials: int | None = None,
     *,
+    replications: int | None = None,
     seed: int | np.random.SeedSequence | None = None,
     record: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> TimelineOutcome:
-    r"""Run ``trials`` trials of a scenario in time, on simpy (docs/model.md section 7).
+    r"""Run a scenario in time, on simpy (docs/model.md section 7).
 
     Each trial is one simpy process that makes section 3's draws and decisions and spends
     time between them: it arrives (batch: at 0; Poisson: gaps ~ Exp(rate_per_hour / 3600)),
@@ -66,24 +75,39 @@ def simulate_timeline(
     (``timeout``) or its crash clock, started with its agent slot, rings (``infra_failure``)
     first; either interrupt releases all it holds at once.
 
-    The shares are outcome frequencies with binomial standard errors
-    :math:`\sqrt{\hat p(1-\hat p)/N}` and Wilson intervals; the means (attempts, cost,
-    duration) have :math:`s/\sqrt N`; cost per success the delta method, infinite when no
-    trial succeeded (one rule with ``simulate``: :func:`relsim.results.estimate`).
+    Two modes (docs/model.md section 7, "Workloads"), fixed by the scenario:
+
+    * **Independent trials** (batch arrivals and nothing shared): give ``trials``. The shares
+      are outcome frequencies with binomial standard errors :math:`\sqrt{\hat p(1-\hat p)/N}`
+      and Wilson intervals, the means :math:`s/\sqrt N`, cost per success the delta method
+      (one rule with ``simulate``: :func:`relsim.results.estimate`), the duration percentiles
+      order-statistic intervals; there is no throughput.
+    * **A workload** (Poisson arrivals or any shared resource): give ``replications`` (or
+      None for the default). Replication ``r`` runs the scenario's ``fleet.tasks`` tasks on
+      ``SeedSequence(seed, spawn_key=(r,))``, the first ``fleet.warmup`` left out; every
+      quantity is the mean over replications with the standard error of their spread and a
+      95% t interval (trials that share queues are not independent, so the spread of whole
+      runs is what measures the noise). The default is the least number of replications
+      (from :data:`MIN_REPLICATIONS`) that brings the mean duration's standard error under
+      :data:`PRECISION` of it, at most :data:`MAX_DEFAULT_REPLICATIONS`.
 
     Parameters
     ----------
     scenario : Scenario or mapping
         The design (a mapping is read with ``Scenario.from_dict``). Without time tables every
         duration is 0 and nothing is shared: the split is section 3's.
-    trials : int
-        Trials to run, ``>= 1``.
+    trials : int or None
+        Independent trials to run, ``>= 1``; must be None for a workload.
+    replications : int or None
+        A workload's replications, ``>= 2`` (None: the default rule); must be None for
+        independent trials.
     seed : int, numpy.random.SeedSequence or None
         Seeds every draw; ``None`` draws fresh entropy, reported in ``seed``. The same seed
         gives the same numbers.
     record : int
-        Keep every event of the first ``record`` trials in ``TimelineOutcome.events`` (a
-        DataFrame with columns ``trial, time, kind, step, attempt, resource, outcome``).
+        Keep every event of the first ``record`` trials (of the first replication) in
+        ``TimelineOutcome.events`` (a DataFrame with columns ``trial, time, kind, step,
+        attempt, resource, outcome``).
     progress : callable or None
         Called with the number of trials that ended since the last call; raising
         ``KeyboardInterrupt`` from it stops the run as Ctrl-C does.
@@ -91,8 +115,9 @@ def simulate_timeline(
     Returns
     -------
     TimelineOutcome
-        With ``partial=True`` (and a ``RuntimeWarning``) when Ctrl-C stopped the run: the
-        estimates then cover the trials that had ended. A second Ctrl-C aborts.
+        With the targets judged and the warnings of docs/model.md section 7. With ``partial=True`` (and a
+        ``RuntimeWarning``) when Ctrl-C stopped the run: the estimates then cover the trials
+        (the whole replications, at least two) that had ended. A second Ctrl-C aborts.
 
     Raises
     ------
@@ -113,47 +138,127 @@ def simulate_timeline(
     ...                          "timing": {"attempt": 8, "verify": 2}}, trials=200, seed=1)
     >>> abs(out.duration["mean"] - 10 * out.expected_attempts) < 1e-9
     True
-    >>> out.timeout, out.infra_failure
-    (0.0, 0.0)
+    >>> out.timeout, out.infra_failure, out.throughput_per_hour
+    (0.0, 0.0, None)
+
+    A workload (three agents shared by 50 tasks a replication), replicated:
+
+    >>> fleet = simulate_timeline({"steps": 2, "p": 0.9, "timing": {"attempt": 8},
+    ...                            "fleet": {"agents": 3, "tasks": 50}}, replications=4, seed=1)
+    >>> fleet.replications, fleet.trials, fleet.utilisation["agents"] > 0.9
+    (4, 200, True)
     """
     scenario = as_scenario(scenario)
-    trials = check_int(trials, "trials", low=1)
-    record = min(check_int(record, "record", low=0), trials)
+    time = time_model(scenario)
+    if time.workload:
+        if trials is not None:
+            raise invalid(
+                "trials", "None for a workload (Poisson arrivals or a shared resource), which "
+                f"runs replications=R of its fleet.tasks = {time.tasks}", trials)
+        if replications is not None:
+            replications = checks.integer(replications, "replications", 2, MAX_REPLICATIONS)
+        count = time.tasks
+    else:
+        if replications is not None:
+            raise invalid("replications", "None for independent trials (batch arrivals, nothing "
+                          "shared): give trials=N", replications)
+        if trials is None:
+            raise RelsimError("trials: must be given for independent trials (batch arrivals, "
+                              "nothing shared): an integer >= 1")
+        count = check_int(trials, "trials", low=1)
+    record = min(check_int(record, "record", low=0), count)
     if progress is not None and not callable(progress):
         raise invalid("progress", "callable or None", progress)
     root, seed_value = check_seed(seed)
-    _check_work(scenario, trials, record)
-    model = Model(trial_model(scenario), time_model(scenario))
-    tally = _Tally(trials, model.cost_unit)
+    # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
+    _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
+                record)
+    model = Model(trial_model(scenario), time)
     events: list[tuple] = []
-    run = _Run(model, root, trials, record, tally, events, progress)
     with InterruptFlag() as flag:
-        run.flag = flag
-        run.go()
-    partial = tally.done < trials
-    if partial and not run.flag.is_set:
+        if time.workload:
+            runs, simpy_events = _replicate(model, time, root, replications, record, events,
+                                            progress, flag)
+        else:
+            tally = _Tally(count, model.cost_unit)
+            run = _Run(model, root, count, record, tally, events, progress, flag)
+            run.go()
+            simpy_events = run.simpy_events
+    frame = _event_frame(events) if record else None
+    if time.workload:
+        partial = not _finished(runs, replications)
+        if len(runs) < 2:
+            raise KeyboardInterrupt  # interrupted before two replications ended: no spread
+        if partial:
+            _warn(f"the estimate covers the {len(runs)} replications that ended")
+        return _replications.combine(runs, time, seed_value, partial, frame, simpy_events)
+    partial = tally.done < count
+    if partial and not flag.is_set:
         # Only a stop leaves trials unfinished; the scenario's limits keep the clock finite
         # (relsim.scenario.time_tables.MAX_SECONDS), so this is a bug, not an interruption.
         raise RuntimeError(
-            f"timeline: {trials - tally.done} of {trials} trials never ended, and no stop was "
-            f"asked (the simulated clock stood at {run.env.now if run.env else 0.0:g} s)"
+            f"timeline: {count - tally.done} of {count} trials never ended, and no stop was asked"
         )
     if partial:
-        warnings.warn(
-            f"timeline interrupted: the estimate covers the {tally.done} of {trials} trials "
-            "that ended",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    frame = None
-    if record:
-        import pandas as pd
+        _warn(f"the estimate covers the {tally.done} of {count} trials that ended")
+    return tally.outcome(time, seed_value, partial, frame, simpy_events)
 
-        frame = pd.DataFrame(events, columns=list(EVENT_COLUMNS))
-        frame = frame.sort_values(["trial", "time"], kind="stable", ignore_index=True)
-        for column in ("step", "attempt"):
-            frame[column] = frame[column].astype("Int64")
-    return tally.outcome(model, seed_value, partial, frame, run.simpy_events)
+
+#: The most replications one call may ask for.
+MAX_REPLICATIONS = 100_000
+#: The default rule: replications from this many on are checked for precision.
+MIN_REPLICATIONS = 5
+#: The default rule's cap (the output says the precision reached).
+MAX_DEFAULT_REPLICATIONS = 50
+#: The default rule's precision: the mean duration's standard error under this share of it.
+PRECISION = 0.02
+
+
+def _warn(words: str) -> None:
+    warnings.warn(f"timeline interrupted: {words}", RuntimeWarning, stacklevel=3)
+
+
+def _replicate(model: Model, time: TimeModel, root: np.random.SeedSequence,
+               replications: int | None, record: int, events: list, progress: Callable | None,
+               flag: Any) -> tuple[list[dict[str, Any]], int]:
+    """Run the replications of a workload (all asked for, or by the default rule); the
+    figures of each one that ended, and the simpy events processed."""
+    runs: list[dict[str, Any]] = []
+    simpy_events = 0
+    most = MAX_DEFAULT_REPLICATIONS if replications is None else replications
+    for r in range(most):
+        seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, r))
+        tally = _Tally(time.tasks, model.cost_unit, time.warmup)
+        run = _Run(model, seq, time.tasks, record if r == 0 else 0, tally, events, progress,
+                   flag, time.warmup)
+        run.go()
+        simpy_events += run.simpy_events
+        if tally.done == time.tasks:  # a replication Ctrl-C cut short is dropped
+            runs.append(tally.figures(model, run.window))
+        if flag.is_set:
+            break
+        if replications is None and len(runs) >= MIN_REPLICATIONS and _replications.precise(runs, PRECISION):
+            break
+    return runs, simpy_events
+
+
+def _finished(runs: list[dict[str, Any]], replications: int | None) -> bool:
+    """Every replication asked for ended (or, by the default rule, enough of them): a Ctrl-C
+    after the last one leaves the result whole."""
+    if replications is not None:
+        return len(runs) == replications
+    return len(runs) >= MAX_DEFAULT_REPLICATIONS or (
+        len(runs) >= MIN_REPLICATIONS and _replications.precise(runs, PRECISION))
+
+
+def _event_frame(events: list[tuple]) -> Any:
+    import pandas as pd
+
+    frame = pd.DataFrame(events, columns=list(EVENT_COLUMNS))
+    frame = frame.sort_values(["trial", "time"], kind="stable", ignore_index=True)
+    for column in ("step", "attempt"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
 
 
 def _check_work(scenario: Scenario, trials: int, record: int) -> None:
@@ -174,7 +279,8 @@ class _Run:
     """One call of :func:`simulate_timeline`: environments, processes, the event loop."""
 
     def __init__(self, model: Model, root: np.random.SeedSequence, trials: int, record: int,
-                 tally: "_Tally", events: list, progress: Callable | None) -> None:
+                 tally: "_Tally", events: list, progress: Callable | None, flag: Any,
+                 warmup: int = 0) -> None:
         self.model = model
         self.root = root
         self.trials = trials
@@ -184,9 +290,14 @@ class _Run:
         self.progress = progress
         self.reported = 0
         self.simpy_events = 0
-        self.flag: Any = None
+        self.flag = flag
         self.env: Any = None  # the environment running now (the log's clock)
-        self.arrivals = _arrivals(model, root)
+        # The statistics' window opens with the first arrival after the warm-up: those
+        # arrivals are drawn ahead (the stream is the same), so busy time is clipped to it.
+        arrivals = _arrivals(model, root)
+        ahead = [next(arrivals) for _ in range(min(warmup, trials - 1) + 1)]
+        self.window = ahead[-1]
+        self.arrivals = itertools.chain(ahead, arrivals)
 
     def go(self) -> None:
         import simpy
@@ -217,7 +328,8 @@ class _Run:
     def _fleet(self, env: Any) -> Fleet:
         self.env = env
         fleet = Fleet(env, self.model)
-        self.tally.fleets.append(fleet.busy)
+        fleet.open_window(self.window)
+        self.tally.fleets.append(fleet)
         return fleet
 
     def _loop(self, env: Any, fleet: Fleet) -> None:
@@ -304,7 +416,7 @@ class _Run:
             now = env.now
             if agent_request is not None:
                 assert fleet.agents is not None  # the request came from there
-                fleet.busy["agents"] += now - trial.start
+                fleet.busy["agents"] += fleet.clipped(trial.start, now)
                 fleet.agents.release(agent_request)
                 if log:
                     log(trial, "release", None, None, "agents", None)
@@ -359,19 +471,23 @@ def _stream(seq: np.random.SeedSequence) -> random.Random:
 
 # ------------------------------------------------------------------------------ the tally
 class _Tally:
-    """Per-trial outcome, attempts, cost and duration (compact arrays), and summed waits."""
+    """Per-trial outcome, attempts, cost, duration and time waited (compact arrays), and the
+    sums over the trials after the warm-up: waits per resource and what they held."""
 
-    def __init__(self, trials: int, cost_unit: float) -> None:
+    def __init__(self, trials: int, cost_unit: float, warmup: int = 0) -> None:
         self.cost_unit = cost_unit  # trials' costs are summed in the model's cost unit
+        self.warmup = warmup
         self.outcome_code = np.full(trials, -1, dtype=np.int8)
         self.attempts = np.zeros(trials, dtype=np.int64)
         self.cost = np.zeros(trials)
         self.duration = np.zeros(trials)
+        self.waited = np.zeros(trials)
         self.waits = {"agents": 0.0, "rate_limit": 0.0, "llm": 0.0, "reviewers": 0.0}
+        self.held = {"agents": 0.0, "llm": 0.0, "reviewers": 0.0, "rpm": 0.0, "tpm": 0.0}
         self.first_arrival = math.inf
         self.last_end = -math.inf
         self.done = 0
-        self.fleets: list[dict[str, float]] = []
+        self.fleets: list[Fleet] = []
 
     def add(self, trial: Trial, outcome: int, end: float) -> None:
         k = trial.index
@@ -379,11 +495,20 @@ class _Tally:
         self.attempts[k] = trial.attempts
         self.cost[k] = trial.cost
         self.duration[k] = end - trial.arrival
-        waits = self.waits
-        waits["agents"] += trial.start - trial.arrival
-        waits["rate_limit"] += trial.wait_rate
-        waits["llm"] += trial.wait_llm
-        waits["reviewers"] += trial.wait_reviewers
+        queued = trial.start - trial.arrival
+        self.waited[k] = queued + trial.wait_rate + trial.wait_llm + trial.wait_reviewers
+        if k >= self.warmup:
+            waits = self.waits
+            waits["agents"] += queued
+            waits["rate_limit"] += trial.wait_rate
+            waits["llm"] += trial.wait_llm
+            waits["reviewers"] += trial.wait_reviewers
+            held = self.held
+            held["agents"] += end - trial.start
+            held["llm"] += trial.held_llm
+            held["reviewers"] += trial.held_reviewers
+            held["rpm"] += trial.calls
+            held["tpm"] += trial.tokens
         if trial.arrival < self.first_arrival:
             self.first_arrival = trial.arrival
         if end > self.last_end:
@@ -409,47 +534,95 @@ class _Tally:
             cost_unit=self.cost_unit,
         ))
 
-    def outcome(self, model: Model, seed: int | None, partial: bool, events: Any,
+    def outcome(self, time: TimeModel, seed: int | None, partial: bool, events: Any,
                 simpy_events: int) -> TimelineOutcome:
+        """Independent trials: :meth:`estimate`'s numbers, order-statistic intervals of the
+        duration percentiles, no throughput (docs/model.md section 7, "Workloads")."""
         ended = self.outcome_code >= 0
         n = int(ended.sum())
         if n == 0:
             raise KeyboardInterrupt  # interrupted before any trial ended: nothing to report
         result = self.estimate()
         values = result.values
-        duration = self.duration[ended]
-        makespan = max(0.0, self.last_end - self.first_arrival)
-        busy = {key: sum(f[key] for f in self.fleets) for key in ("agents", "llm", "reviewers")}
-        capacity = {"agents": model.agents, "llm": model.llm_concurrency,
-                    "reviewers": model.reviewers if model.human else None}
-        utilisation = {
-            key: (busy[key] / (limit * makespan) if limit and makespan > 0 else None)
-            for key, limit in capacity.items()
+        se, intervals = dict(result.standard_errors), dict(result.intervals)
+        se["duration_mean"], intervals["duration_mean"] = se["duration"], intervals["duration"]
+        duration = np.sort(self.duration[ended])
+        quantiles = np.quantile(duration, [q / 100 for q in PERCENTS], method="inverted_cdf")
+        for q in PERCENTS:
+            low, high = quantile_interval(duration, q / 100, presorted=True)
+            intervals[f"duration_p{q}"] = (low, high)
+            se[f"duration_p{q}"] = (high - low) / (2 * Z95)
+        for key in ("agents", "rate_limit", "llm", "reviewers"):  # nothing is shared
+            se[f"wait_{key}"], intervals[f"wait_{key}"] = 0.0, (0.0, 0.0)
+        figures = {
+            "duration": {"mean": values["duration"],
+                         **{f"p{q}": float(v) for q, v in zip(PERCENTS, quantiles)}},
+            "wait": {key: value / n for key, value in self.waits.items()},
         }
-        quantiles = np.quantile(duration, [q / 100 for q in _PERCENTS], method="inverted_cdf")
-        return TimelineOutcome(
-            success=values["success"],
-            silent_failure=values["silent_failure"],
-            detected_failure=values["detected_failure"],
-            timeout=values["timeout"],
-            infra_failure=values["infra_failure"],
-            expected_attempts=values["expected_attempts"],
-            expected_cost=values["expected_cost"],
-            standard_errors=result.standard_errors,
-            intervals=result.intervals,
-            duration={"mean": values["duration"],
-                      **{f"p{q}": float(v) for q, v in zip(_PERCENTS, quantiles)}},
-            wait={key: value / n for key, value in self.waits.items()},
-            utilisation=utilisation,
-            makespan=makespan,
-            throughput_per_hour=_per_hour(n, makespan),
-            successes_per_hour=_per_hour(int(np.count_nonzero(self.outcome_code == 0)), makespan),
-            trials=n,
-            seed=seed,
-            partial=partial,
-            events=events,
-            simpy_events=simpy_events,
-        )
+        return _replications.finish(
+            time, values, se, intervals, figures, trials=n, seed=seed, partial=partial,
+            events=events, simpy_events=simpy_events)
+
+    def figures(self, model: Model, window: float) -> dict[str, Any]:
+        """One replication's quantities, by flattened name (None: undefined): shares and
+        means over the trials after the warm-up; utilisation, throughput and makespan over
+        the window from the first of them to arrive to the last end; offered loads (Poisson
+        arrivals) and the growth of waits from the first half of those trials to the second."""
+        counted = slice(self.warmup, None)
+        codes = self.outcome_code[counted]
+        n = codes.size
+        counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
+        out: dict[str, Any] = {key: counts[i] / n for i, key in enumerate(TIMELINE_PROPORTIONS)}
+        out["expected_attempts"] = float(self.attempts[counted].mean())
+        out["expected_cost"] = float(self.cost[counted].mean()) * self.cost_unit
+        duration = self.duration[counted]
+        out["duration_mean"] = float(duration.mean())
+        for q, v in zip(PERCENTS, np.quantile(duration, [q / 100 for q in PERCENTS],
+                                              method="inverted_cdf")):
+            out[f"duration_p{q}"] = float(v)
+        for key, value in self.waits.items():
+            out[f"wait_{key}"] = value / n
+        span = max(0.0, self.last_end - window)
+        busy = {key: sum(f.busy[key] for f in self.fleets) for key in ("agents", "llm", "reviewers")}
+        gates = [f.gate for f in self.fleets if f.gate is not None]
+        busy["rpm"] = float(sum(g.spent_calls for g in gates))
+        busy["tpm"] = float(sum(g.spent_tokens for g in gates))
+        capacity = _capacities(model)
+        for key, limit in capacity.items():
+            # a bucket can give its full first minute on top of its refill: the most it gives
+            window = span + 60.0 if key in ("rpm", "tpm") else span
+            out[f"utilisation_{key}"] = busy[key] / (limit * window) if limit and span > 0 else None
+        if capacity["agents"] and span > 0:  # agents' own work, for the bottleneck
+            inner = sum(f.inner for f in self.fleets)
+            out["own_agents"] = (busy["agents"] - inner) / (capacity["agents"] * span)
+        out["makespan"] = span
+        successes = int(counts[0])
+        out["throughput_per_hour"] = _per_hour(n, span)
+        out["successes_per_hour"] = _per_hour(successes, span)
+        if model.poisson:
+            rate = model.rate_per_hour / 3600.0 if model.rate_per_hour else 0.0
+            for key, limit in capacity.items():
+                out[f"offered_load_{key}"] = rate * self.held[key] / n / limit if limit else None
+        if n >= 2:
+            waited = self.waited[counted]
+            half = n // 2
+            out["wait_growth"] = float(waited[n - half:].mean() - waited[:half].mean())
+        return out
+
+
+PERCENTS = (50, 90, 99)
+
+
+def _capacities(model: Model) -> dict[str, float | None]:
+    """Each limited resource's capacity per second (slots, or the buckets' refill); None
+    when unlimited or unused."""
+    return {
+        "agents": model.agents,
+        "llm": model.llm_concurrency,
+        "reviewers": model.reviewers if model.human else None,
+        "rpm": None if model.rpm is None else model.rpm / 60.0,
+        "tpm": None if model.tpm is None else model.tpm / 60.0,
+    }
 
 
 def _moments(values: np.ndarray) -> tuple[float, float]:

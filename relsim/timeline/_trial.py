@@ -101,6 +101,22 @@ class Fleet:
         limited = model.rpm is not None or model.tpm is not None
         self.gate = RateGate(env, model.rpm, model.tpm) if limited else None
         self.busy = {"agents": 0.0, "llm": 0.0, "reviewers": 0.0}
+        # Utilisation's window opens at ``window`` (the first arrival after the warm-up):
+        # busy time before it is not counted. ``inner`` is the time agents were held by
+        # trials waiting for a rate limit, an LLM slot or a reviewer (the bottleneck's rule).
+        self.window = 0.0
+        self.inner = 0.0
+
+    def open_window(self, start: float) -> None:
+        """Count busy time (and the buckets' takes) from ``start`` on."""
+        self.window = start
+        if self.gate is not None:
+            self.gate.window = start
+
+    def clipped(self, since: float, until: float) -> float:
+        """Seconds of ``[since, until]`` inside the window."""
+        start = since if since > self.window else self.window
+        return until - start if until > start else 0.0
 
 
 class Trial:
@@ -110,6 +126,7 @@ class Trial:
     __slots__ = (
         "index", "arrival", "start", "process", "busy_until", "overdue", "stopping", "done",
         "log", "attempts", "cost", "wait_rate", "wait_llm", "wait_reviewers",
+        "held_llm", "held_reviewers", "calls", "tokens",
     )
 
     def __init__(self, index: int, arrival: float, log: Callable[..., None] | None) -> None:
@@ -125,6 +142,10 @@ class Trial:
         self.attempts = 0
         self.cost = 0.0
         self.wait_rate = self.wait_llm = self.wait_reviewers = 0.0
+        # what the trial asked of the shared resources: their offered load
+        self.held_llm = self.held_reviewers = 0.0
+        self.calls = 0
+        self.tokens = 0.0
 
 
 class _Stop(Exception):
@@ -197,6 +218,8 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
     gate = fleet.gate
     if gate is not None:
         tokens = fleet.model.tokens[step - 1]
+        trial.calls += 1
+        trial.tokens += tokens
         waiting = gate.take(tokens)
         if waiting is not None:
             if trial.overdue:
@@ -212,6 +235,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
                 raise
             finally:
                 trial.wait_rate += env.now - since
+                fleet.inner += fleet.clipped(since, env.now)
         if log:
             log(trial, "acquire", step, attempt, "rate_limit", None)
 
@@ -271,9 +295,12 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
     finally:
         if granted is None:
             setattr(trial, f"wait_{name}", getattr(trial, f"wait_{name}") + env.now - since)
+            fleet.inner += fleet.clipped(since, env.now)
             request.cancel()
         else:
-            fleet.busy[name] += env.now - granted
+            fleet.inner += fleet.clipped(since, granted)
+            fleet.busy[name] += fleet.clipped(granted, env.now)
+            setattr(trial, f"held_{name}", getattr(trial, f"held_{name}") + env.now - granted)
             if log:
                 log(trial, "release", step, attempt, name, None)
         pool.release(request)

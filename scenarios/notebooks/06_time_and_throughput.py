@@ -23,6 +23,12 @@
 #    sandbox that dies once an hour on average. How much of the measured failure is the
 #    harness's, not the agent's?
 #
+# The fleet is a *workload* (its agents and rate limits are shared), so the engine runs it as
+# replications: the whole backlog again on fresh seeds, every figure the mean over them with
+# the standard error of their spread (tasks that share a queue are not independent, whole
+# replications are). The harness shares nothing, so its trials are independent and counted
+# one by one (docs/model.md section 7, "Workloads").
+#
 # Each headline number is checked against a value computed here without the engine (a
 # service time by hand, the token budget, the exponential crash clock), within 5 standard
 # errors, with a wrong parameter that the same check must catch.
@@ -41,7 +47,7 @@ HERE = Path.cwd()
 ROOT = next(d for d in [HERE, *HERE.parents] if (d / "scenarios" / "notebooks").is_dir())
 fleet = relsim.Scenario.from_toml(ROOT / "scenarios" / "fleet_rate_limits.toml")
 harness = relsim.Scenario.from_toml(ROOT / "scenarios" / "flaky_eval_harness.toml")
-TASKS, SEED = 1000, 1
+TASKS, REPLICATIONS, SEED = 1000, 3, 1
 Z95_ONE_SIDED = 1.6448536   # a lognormal's p95 = median x exp(1.6448536 sigma)
 
 def variant(design: relsim.Scenario, **tables) -> relsim.Scenario:
@@ -67,8 +73,9 @@ def lognormal_mean(median: float, p95: float) -> float:
 #     E[service] = sum_{i < 25} (1 - q^3)^i x ((1 + q + q^2) (E[attempt] + verify) + q + 2 q^2)
 #
 # The engine's per-task service times (agent slot acquired to task ended, from the event log
-# of a 20-agent run, where nothing waits for the rate limit) must average that within 5
-# standard errors; attempts 10% slower (median 22 s) must be rejected by the same test.
+# of the first replication of a 20-agent run, where nothing waits for the rate limit, so the
+# tasks' service times are independent) must average that within 5 standard errors; attempts
+# 10% slower (median 22 s) must be rejected by the same test.
 
 # %%
 p, miss, steps = fleet.p, fleet.verifier.miss, fleet.steps
@@ -88,10 +95,11 @@ def service_by_hand(attempt_median: float) -> float:
     per_attempt = lognormal_mean(attempt_median, attempt.p95) + verify_s
     return attempts_by_hand * per_attempt + mean_backoff
 
-def with_agents(agents: int) -> relsim.Scenario:
-    return variant(fleet, fleet={**fleet.to_dict()["fleet"], "agents": agents})
+def with_agents(agents: int, tasks: int = TASKS) -> relsim.Scenario:
+    """The fleet with `agents` agents and a backlog of `tasks` tasks."""
+    return variant(fleet, fleet={**fleet.to_dict()["fleet"], "agents": agents, "tasks": tasks})
 
-small = relsim.simulate_timeline(with_agents(20), TASKS, seed=SEED, record=TASKS)
+small = relsim.simulate_timeline(with_agents(20), replications=REPLICATIONS, seed=SEED, record=TASKS)
 log = small.events.set_index("trial")
 started = log[(log["kind"] == "acquire") & (log["resource"] == "agents")]["time"]
 service = (log.loc[log["kind"] == "end", "time"] - started).to_numpy()
@@ -113,22 +121,24 @@ print(f"one agent finishes {per_agent_hour:.2f} tasks an hour")
 # the backlog leave agents idle). The provider's token limit caps it at
 # `60 x tpm / (tokens x E[attempts])` tasks an hour whatever the fleet, with `E[attempts]` from
 # the exact engine; the knee is where the two meet. Past it, agents only queue at the token
-# bucket (`wait.rate_limit`). Every run uses the same seed, and since time never changes what
-# an agent decides (each trial draws its decisions from its own stream), every run has
-# exactly the same successes.
+# bucket (`wait.rate_limit`), and the engine names the bucket as the bottleneck. Every run
+# uses the same seed, and since time never changes what an agent decides (each trial draws its
+# decisions from its own stream), every run has exactly the same successes.
 
 # %%
 exact = relsim.evaluate(fleet)
 resources = fleet.resources
 cap = 60 * resources.tpm / (resources.tokens * exact.expected_attempts)
 knee = cap / per_agent_hour
-sweep = {agents: small if agents == 20 else relsim.simulate_timeline(with_agents(agents), TASKS,
-                                                                     seed=SEED)
+sweep = {agents: small if agents == 20 else relsim.simulate_timeline(
+             with_agents(agents), replications=REPLICATIONS, seed=SEED)
          for agents in (20, 40, 60, 80, 100)}
 for agents, run in sweep.items():
-    print(f"{agents:3} agents: {run.throughput_per_hour:6.1f} tasks/h, "
+    low, high = run.intervals["throughput_per_hour"]
+    print(f"{agents:3} agents: {run.throughput_per_hour:6.1f} tasks/h ({low:.1f} to {high:.1f}), "
           f"rate-limit wait {run.wait['rate_limit']:5.0f} s per task, "
-          f"backlog cleared in {run.makespan / 3600:5.1f} h, success {run.success:.3f}")
+          f"backlog cleared in {run.makespan / 3600:5.1f} h, success {run.success:.3f}, "
+          f"bottleneck {run.bottleneck}")
 print(f"token cap {cap:.1f} tasks/h; knee near {knee:.0f} agents")
 
 # %%
@@ -136,7 +146,9 @@ print(f"token cap {cap:.1f} tasks/h; knee near {knee:.0f} agents")
 # matplotlib directly).
 fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
 sizes = np.array(list(sweep))
-ax.plot(sizes, [run.throughput_per_hour for run in sweep.values()], "o-", label="timeline engine")
+ax.errorbar(sizes, [run.throughput_per_hour for run in sweep.values()],
+            yerr=[1.96 * run.standard_errors["throughput_per_hour"] for run in sweep.values()],
+            fmt="o-", capsize=3, label="timeline engine (95% interval)")
 ax.plot(sizes, sizes * per_agent_hour, ":", color="grey", label="agents x 3600 / E[service]")
 ax.axhline(cap, color="tab:red", linestyle="--", label=f"token cap {cap:.0f} per hour")
 ax.set(xlabel="agents (count)", ylabel="tasks finished per hour (count)", ylim=(0, 1.15 * cap),
@@ -147,7 +159,7 @@ plt.show()
 # %%
 # Figure: the first 20 tasks of a 100-agent fleet. The bucket starts full (one minute's
 # tokens), so the first calls go at once; then every agent waits its turn at the bucket.
-saturated = relsim.simulate_timeline(with_agents(100), 200, seed=SEED, record=20)
+saturated = relsim.simulate_timeline(with_agents(100, tasks=200), replications=2, seed=SEED, record=20)
 ax = relsim.plot.timeline(saturated.events)
 ax.figure.set_size_inches(9, 4.5)
 plt.show()
@@ -250,11 +262,14 @@ assert abs(z_service) < 5 and abs(z_slower) > 5                          # servi
 assert small.wait["rate_limit"] == 0.0                                   # below the knee: no queue
 assert 60 < knee < 66                                                    # the file's "near 64"
 for agents, run in sweep.items():
-    # tokens spent never exceed the bucket's refill over the run plus its first full minute
-    spent = run.expected_attempts * run.trials * resources.tokens
-    assert spent <= resources.tpm * (run.makespan / 60 + 1), agents
+    # in every replication, tokens spent never exceed the bucket's refill over the run plus
+    # its first full minute
+    for attempts, makespan in zip(run.replication_values["expected_attempts"],
+                                  run.replication_values["makespan"]):
+        assert attempts * TASKS * resources.tokens <= resources.tpm * (makespan / 60 + 1), agents
     assert run.throughput_per_hour <= min(agents * per_agent_hour, cap) * 1.05, agents
     assert run.success == sweep[20].success                              # time changes no decision
+    assert run.bottleneck == ("tpm" if agents >= 80 else "agents"), agents
 assert sweep[100].wait["rate_limit"] > 0 == sweep[40].wait["rate_limit"]
 # past the knee the bucket is the bottleneck: within 5% of the cap (only the backlog's last
 # tasks, finishing while the bucket refills unused, keep it below)
