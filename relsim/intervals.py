@@ -292,13 +292,13 @@ def effective_count_interval(
     estimate, variance, max_count, clusters = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (estimate, variance, max_count, clusters))
     )
-    low, high = _effective_bounds(estimate, variance, max_count, clusters, 1.0 - confidence)
+    low, high = effective_bounds(estimate, variance, max_count, clusters, 1.0 - confidence)
     if estimate.ndim == 0:
         return (float(low), float(high))
     return (low, high)
 
 
-def _effective_bounds(estimate, variance, max_count, clusters, alpha):
+def effective_bounds(estimate, variance, max_count, clusters, alpha):
     """:func:`effective_count_interval` at level ``1 - alpha`` (arrays, broadcast)."""
     import numpy as np
 
@@ -310,8 +310,8 @@ def _effective_bounds(estimate, variance, max_count, clusters, alpha):
         count = np.where(total > 0, spread / total, max_count)
         usable = (clusters >= 2) & np.isfinite(theta)
         degrees = np.where(usable, clusters - 1.0, 1.0)
-        count = count * (_z(alpha) / _t(alpha, degrees)) ** 2
-        low, high = _jeffreys(count * theta, count, alpha)
+        count = count * (z_quantile(alpha) / t_quantile(alpha, degrees)) ** 2
+        low, high = jeffreys_bounds(count * theta, count, alpha)
     return np.where(usable, low, np.nan), np.where(usable, high, np.nan)
 
 
@@ -345,14 +345,14 @@ def holm(p_values: Any) -> Any:
 # p_value_by_inversion can ask for intervals at any level, down to alpha = 1e-300.
 
 
-def _z(alpha: Any) -> Any:
+def z_quantile(alpha: Any) -> Any:
     """The normal quantile at 1 - alpha/2, from the lower tail (exact for tiny alpha)."""
     from scipy import special
 
     return -special.ndtri(alpha / 2)
 
 
-def _t(alpha: Any, degrees: Any) -> Any:
+def t_quantile(alpha: Any, degrees: Any) -> Any:
     """Student's t quantile at 1 - alpha/2 with ``degrees`` (NaN below 1), from the lower tail."""
     import numpy as np
     from scipy import special
@@ -362,7 +362,7 @@ def _t(alpha: Any, degrees: Any) -> Any:
     return np.where(degrees >= 1, -special.stdtrit(safe, alpha / 2), np.nan)
 
 
-def _jeffreys(successes: Any, trials: Any, alpha: Any) -> tuple[Any, Any]:
+def jeffreys_bounds(successes: Any, trials: Any, alpha: Any) -> tuple[Any, Any]:
     """The Jeffreys interval of (real) ``successes`` in ``trials``: the alpha/2 quantiles of
     Beta(x + 1/2, n - x + 1/2), 0 below at x = 0 and 1 above at x = n; it holds the estimate."""
     import numpy as np

@@ -15,10 +15,10 @@ import math
 from typing import Any
 
 from relsim.intervals import (
-    _effective_bounds,
-    _jeffreys,
-    _t,
-    _z,
+    effective_bounds,
+    jeffreys_bounds,
+    t_quantile,
+    z_quantile,
     mover_difference,
     p_value_by_inversion,
     sign_test,
@@ -137,9 +137,9 @@ def _paired_bounds(parts, alpha):
     if tasks < 2:
         nan = np.full(np.shape(difference), np.nan)
         return nan, nan
-    scaled = count * (_z(alpha) / _t(alpha, tasks - 1)) ** 2
-    up_low, up_high = _jeffreys(scaled * up, scaled, alpha)
-    down_low, down_high = _jeffreys(scaled * down, scaled, alpha)
+    scaled = count * (z_quantile(alpha) / t_quantile(alpha, tasks - 1)) ** 2
+    up_low, up_high = jeffreys_bounds(scaled * up, scaled, alpha)
+    down_low, down_high = jeffreys_bounds(scaled * down, scaled, alpha)
     with np.errstate(invalid="ignore", divide="ignore"):
         trinomial = -np.sqrt(up * down / ((1.0 - up) * (1.0 - down)))
     # the movement up is "cand", the movement down "base": d = u - v
@@ -305,7 +305,7 @@ def _ratio_bounds(parts, alpha):
 
     tasks = parts["tasks"]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        t = _t(alpha, tasks - 1.0)
+        t = t_quantile(alpha, tasks - 1.0)
         skew, ratio, se = parts["skew"], parts["ratio"], parts["se_scaled"]
         a = skew / (3.0 * np.sqrt(tasks))
 
@@ -317,7 +317,7 @@ def _ratio_bounds(parts, alpha):
         low = ratio - se * inverse(t)
         high = ratio - se * inverse(-t)
         spread = parts["spread"]
-        half = _t(alpha, parts["positives"] - 1.0) * np.sqrt(
+        half = t_quantile(alpha, parts["positives"] - 1.0) * np.sqrt(
             spread / parts["effective"] + spread**2 / (2.0 * (parts["positives"] - 1.0))
         )
         middle = parts["center"] + spread / 2
@@ -328,7 +328,7 @@ def _ratio_bounds(parts, alpha):
         unit = parts["unit"]
         low, high = low * unit, high * unit
         # no event at all: the rule of three, on the trials the clustering leaves
-        scaled = parts["x_total"] * (_z(alpha) / t) ** 2
+        scaled = parts["x_total"] * (z_quantile(alpha) / t) ** 2
         low = np.where(parts["zero"], 0.0, low)
         high = np.where(parts["zero"], -np.log(alpha / 2) / scaled, high)
     usable = parts["usable"]
@@ -405,7 +405,7 @@ def _cost_bounds(parts, alpha):
     low, high = _ratio_bounds(parts["ratio"], alpha)
     success, pooled = parts["success"], parts["pooled"]
     per_trial = parts["per_trial"]
-    p_low, p_high = _effective_bounds(
+    p_low, p_high = effective_bounds(
         pooled, parts["variance"], success["x_total"], success["tasks"], alpha
     )
     cost_low, cost_high = _ratio_bounds(per_trial, alpha)
