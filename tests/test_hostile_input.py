@@ -189,11 +189,11 @@ def test_thousands_of_capped_retries_run_and_a_trial_lasts_its_attempts_and_wait
 
 def test_a_run_at_the_duration_limit_ends_without_being_called_interrupted(tmp_path, capsys):
     scenario = _write(tmp_path / "s.toml", BASE + f"[timing]\nattempt = {MAX_SECONDS:g}\n"
-                      "[fleet]\nagents = 1\n")
-    status, out, err = _run(["timeline", scenario, "--trials", "50", "--seed", "1", "--json"], capsys)
+                      "[fleet]\nagents = 1\ntasks = 50\n")
+    status, out, err = _run(["timeline", scenario, "--replications", "2", "--seed", "1", "--json"], capsys)
     assert status == 0 and err == ""
     result = json.loads(out)
-    assert result["partial"] is False and result["trials"] == 50
+    assert result["partial"] is False and result["trials"] == 2 * 50  # 2 replications of 50
     assert math.isfinite(result["makespan"]) and result["makespan"] >= 50 * 5 * MAX_SECONDS
 
 
@@ -208,9 +208,9 @@ def _long_chain(tmp_path: Path) -> str:
         (["timeline", LESSON, "--trials", str(10**12)], "trials"),
         (["timeline", LESSON, "--trials", "123456789012345678901234567890"], "trials"),
         (["timeline", LESSON, "--trials", HUGE], "trials"),
-        (["timeline", FLEET, "--trials", "1000000"], "trials"),
+        (["timeline", FLEET, "--replications", "100000"], "trials"),
         (["timeline", "{long}", "--trials", "1000"], "trials"),
-        (["timeline", FLEET, "--trials", "2000", "--events", "{events}", "--record", "2000"], None),
+        (["timeline", FLEET, "--replications", "2", "--events", "{events}", "--record", "2000"], None),
         (["timeline", LESSON, "--trials", str(10**8), "--events", "{events}", "--record", str(10**8)],
          "record"),
         (["simulate", LESSON, "--trials", HUGE], "trials"),
@@ -235,10 +235,11 @@ def test_the_timeline_estimate_is_within_a_few_times_a_measured_run():
     import time
 
     design = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 2},
-              "timing": {"attempt": 8, "verify": 2}, "resources": {"llm_concurrency": 4}}
-    estimate = relsim.timeline.work_estimate(design, 100)
+              "timing": {"attempt": 8, "verify": 2}, "resources": {"llm_concurrency": 4},
+              "fleet": {"tasks": 50}}
+    estimate = relsim.timeline.work_estimate(design, 100)  # 2 replications of 50 tasks
     start = time.perf_counter()
-    relsim.simulate_timeline(design, 100, seed=1)
+    relsim.simulate_timeline(design, replications=2, seed=1)
     measured = time.perf_counter() - start
     # pessimistic by design: never far below the truth (a loaded machine only slows the run)
     assert estimate.seconds > measured / 10
