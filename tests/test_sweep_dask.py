@@ -75,8 +75,9 @@ def test_timeline_points_on_the_cluster_equal_the_local_sweep(cluster):
     # time tables travel to the workers in the point's dict and are validated again there
     grid = {"base": {"steps": 6, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1},
                      "timing": {"attempt": {"median": 8, "p95": 20}, "verify": 2, "deadline": 120},
-                     "fleet": {"agents": 3, "arrivals": "poisson", "rate_per_hour": 120}},
-            "method": "timeline", "trials": 200, "seed": 9, "axes": {"fleet.agents": [1, 4]}}
+                     "fleet": {"agents": 3, "arrivals": "poisson", "rate_per_hour": 120,
+                               "tasks": 100}},
+            "method": "timeline", "replications": 2, "seed": 9, "axes": {"fleet.agents": [1, 4]}}
     frame = sweep(grid, scheduler=cluster.scheduler_address)
     pd.testing.assert_frame_equal(frame, sweep(grid))
     assert frame["timeout"].iloc[0] > frame["timeout"].iloc[1]  # one agent: more miss the deadline
