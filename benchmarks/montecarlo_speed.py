@@ -251,7 +251,7 @@ def main() -> None:
     relsim.simulate(Scenario.from_dict(R1), 1000, seed=1)  # load (or compile) the kernels
     relsim.simulate(Scenario.from_dict(R7), 1000, seed=1)
 
-    ratios: dict[tuple[str, int], list[float]] = {}
+    ratios: dict[tuple[str, int, str], list[float]] = {}
     for round_ in range(args.rounds):
         fill, python_rate, reference_rate, rates = throughput(scale, repeats)
         print()
@@ -259,14 +259,16 @@ def main() -> None:
             print(f"round {round_ + 1} of {args.rounds}, load average {load_average():.2f}")
         print_table(fill, python_rate, reference_rate, rates)
         for (case, threads), rate in rates.items():
-            ratios.setdefault((case, threads), []).append(rate / (fill[1] * threads))
+            ratios.setdefault((case, threads, "numpy x T"), []).append(
+                rate / (fill[1] * threads))
+            ratios.setdefault((case, threads, "numpy T run"), []).append(rate / fill[threads])
     if args.rounds > 1:
         print()
-        print(f"median over {args.rounds} rounds of relsim / (numpy x T), load average "
-              f"{load_average():.2f} at the end:")
-        for (case, threads), values in sorted(ratios.items()):
-            print(f"  {case} {threads} thread{'s' if threads > 1 else ''}: "
-                  f"{statistics.median(values):.2f} (rounds: "
+        print(f"median ratios over {args.rounds} rounds, load average {load_average():.2f} at "
+              "the end:")
+        for (case, threads, reference), values in sorted(ratios.items()):
+            print(f"  {case} {threads} thread{'s' if threads > 1 else ' '} / {reference:11}: "
+                  f"{statistics.median(values):5.2f} (rounds: "
                   f"{', '.join(f'{v:.2f}' for v in values)})")
 
     with tempfile.TemporaryDirectory() as folder:

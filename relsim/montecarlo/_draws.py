@@ -287,16 +287,6 @@ def _normal_edge(x, s0, s1, s2, s3):
 
 
 @numba.njit(cache=True)
-def normals(state, count):
-    """``count`` normals of ``_normal`` from a xoshiro256++ ``state`` (for the tests)."""
-    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    out = np.empty(count)
-    for k in range(count):
-        out[k], s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
-    return out
-
-
-@numba.njit(cache=True)
 def execution_table(p, miss, false_reject, per_step, total_retries):
     r"""The fast kernel's inversion tables: how one execution of each step ends.
 

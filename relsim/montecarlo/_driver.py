@@ -142,9 +142,9 @@ def simulate(
     below 2048), otherwise within a relative 2**-10 (0.1%) below the exact one.
 
     Ctrl-C (or ``KeyboardInterrupt`` from ``progress``) stops the run: no new task starts, and
-    the kernels in flight stop at the end of their current slice of work (some 10-50 ms),
-    so the call returns within about a second with the estimate
-    over the trials done, ``partial=True`` and a ``RuntimeWarning`` (those trials need not be
+    the kernels in flight stop at the end of their current slice of work (some 10-50 ms), so
+    the call returns within about a second with the estimate over the trials done,
+    ``partial=True`` and a ``RuntimeWarning`` (those trials need not be
     the first ones; ``trajectories`` then keeps the recorded rows up to the first trial that
     did not run). Stopped before any trial finished, it raises ``KeyboardInterrupt``; a
     second Ctrl-C aborts with ``KeyboardInterrupt`` at once.

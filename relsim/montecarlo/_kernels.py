@@ -148,12 +148,14 @@ def _replay(outputs, lane, accept_correct, accept_any, width, per_step, total_re
     """Trial ``lane`` of the group, one step execution at a time: docs/model.md section 3
     for a scenario without checkpoints, confusion or random effects.
 
-    Execution ``i`` inverts the trial's uniform for step ``i`` through the step's row of
-    ``table`` (``_draws.execution_table``): the first entry above it is the attempt that was
-    accepted, right or wrong; none within the retries left (``per_step[i]``, capped by what
-    is left of ``total_retries``) means the step ran out of them and the trial stops. A
-    whole row rejected with retries left takes a fresh uniform (the first stream of the
-    generator, ``s0..s3``, in place) for the next chunk of attempts.
+    Execution ``i`` inverts the trial's uniform for step ``i`` through the step's rows of
+    ``accept_any`` and ``accept_correct`` (``_draws.execution_table``): the first entry of
+    ``accept_any`` above it is the attempt that was accepted, right when the uniform is also
+    below ``accept_correct`` there; none within the retries left (``per_step[i]``, capped by
+    what is left of ``total_retries``) means the step ran out of them and the trial stops. A
+    whole row rejected with retries left takes a fresh uniform for the next chunk of attempts
+    from the generator's first stream, stepped alone (``s0..s3`` are updated in place; the
+    trials of a group are replayed in order, so the draws do not depend on which others are).
 
     Returns
     -------
@@ -197,15 +199,16 @@ def run_simple(streams, block_trials, design, counts_by_attempts, record, budget
     Trials run in groups of ``LANES`` (64), side by side. A group's generator step writes
     one 64-bit output per trial and two steps of the scenario: trial ``l`` takes the top
     half of its output for step ``2h`` and the bottom half for step ``2h + 1`` (``_uniform``)
-    and inverts it through the step's row of ``table`` (``_draws.execution_table``): one
-    32-bit uniform per step execution decides how many attempts the execution takes and how
-    it ends, each probability to within :math:`2^{-32} \approx 2.3 \times 10^{-10}`.
+    and inverts it through the step's rows of the thresholds :math:`A` and :math:`C` of
+    ``_draws.execution_table``: one 32-bit uniform per step execution decides how many
+    attempts the execution takes and how it ends, each probability to within
+    :math:`2^{-32} \approx 2.3 \times 10^{-10}`.
 
     The inversion is a count. With :math:`A_{ij}` the row's thresholds, step ``i`` takes
     :math:`1 + k_i` attempts where :math:`k_i = \#\{j : u_i \ge A_{ij}\}`, so a trial that
     every step accepts makes :math:`n + \sum_i k_i` attempts, and it is a silent failure when
-    :math:`\sum_{i,j} [u_i \ge C_{ij}] > \sum_i k_i` (a wrong acceptance is the one uniform
-    between :math:`C_{ik_i}` and :math:`A_{ik_i}`). The vector pass counts these for the 64
+    :math:`\sum_{i,j} [u_i \ge C_{ij}] > \sum_i k_i` (step ``i`` accepted a wrong result
+    when :math:`C_{ik_i} \le u_i < A_{ik_i}`, and :math:`C_{ij} \le A_{ij} \le C_{i,j+1}`). The vector pass counts these for the 64
     trials at once over the first ``FAST_COLUMNS`` thresholds of each row, loops numba
     compiles into vector instructions. A trial is then replayed execution by execution
     (``_replay``, which is the definition: the same uniforms give the same trial) when a

@@ -103,21 +103,6 @@ class Streams(NamedTuple):
         )
 
 
-class ExecutionTable(NamedTuple):
-    """The fast kernel's per-step tables: how one execution of a step ends, by inversion of
-    one 32-bit uniform (built by ``_kernels.execution_table``; see there).
-
-    Row ``i`` holds step ``i``'s thresholds on [0, 2**32] for the attempts ``1..width[i]``
-    of a chunk (the rest of the row is 2**32, which no uniform reaches): a uniform below
-    ``accept_any[i, k]`` is accepted at attempt ``k + 1`` (not before), and it was correct
-    when it is also below ``accept_correct[i, k]``.
-    """
-
-    accept_correct: np.ndarray  # (steps, columns) int64
-    accept_any: np.ndarray  # (steps, columns) int64
-    width: np.ndarray  # (steps,) int64
-
-
 class Histogram(NamedTuple):
     """A log-linear histogram: counts and the least/greatest value seen in each bin."""
 
