@@ -6,10 +6,13 @@ thread, and one generator per thread run together), a plain-Python loop, the sta
 second ``relsim simulate`` (kernels in numba's cache; next to the imports of numpy and numba)
 and the peak memory of 10**8 trials of a 25-step scenario. Nothing here is
 asserted: ratios are what to read, since the absolute figures move with the machine and its
-load.
+load. On a shared machine, ``--rounds N`` measures the throughput table N times (numpy and
+relsim in turn each round) and prints the median of each ratio with the load averages.
+Goals (issue 22, 2 threads against numpy's one-thread rate times 2): R1 >= 2.0x, R7 >= 0.25x.
 
-    python benchmarks/montecarlo_speed.py            # full run (about two minutes)
-    python benchmarks/montecarlo_speed.py --quick    # smaller sizes, a smoke test
+    python benchmarks/montecarlo_speed.py              # full run (about five minutes)
+    python benchmarks/montecarlo_speed.py --rounds 5   # the throughput table 5 times, medians
+    python benchmarks/montecarlo_speed.py --quick      # smaller sizes, a smoke test
 """
 
 from __future__ import annotations
@@ -28,8 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-import relsim
-from relsim import Scenario
+# Measure this checkout's relsim (not another one installed in the environment), here and
+# in the processes started below.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+import relsim  # noqa: E402
+from relsim import Scenario  # noqa: E402
 
 R1 = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}}
 R7 = {
@@ -99,7 +108,7 @@ def python_loop_rate(trials: int) -> float:
 
 def slow_reference_rate(trials: int) -> float:
     """Step-attempts per second of the tests' plain-Python simulator on R7."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    sys.path.insert(0, str(ROOT / "tests"))
     from slow_simulator import simulate_slowly
 
     start = time.perf_counter()
@@ -176,6 +185,11 @@ def peak_memory(scenario: dict, trials: int) -> tuple[float, float]:
     return float(megabytes), float(seconds)
 
 
+def load_average() -> float:
+    """The one-minute load average (nan where the system has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -186,25 +200,16 @@ def machine() -> str:
     except OSError:
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     import numba
 
-    return (f"{cpu}, {cores} cores available, load average {load:.2f} at start; "
+    return (f"{cpu}, {cores} cores available, load average {load_average():.2f} at start; "
             f"Python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
-    args = parser.parse_args()
-    scale = 10 if args.quick else 1
-    repeats = 2 if args.quick else 3
-
-    print(f"machine: {machine()}")
+def throughput(scale: int, repeats: int) -> tuple[dict, float, float, dict]:
+    """One round of the throughput table: numpy's fill rates, the Python references and
+    relsim's step-attempts per second on R1 and R7 with 1 and 2 threads."""
     r1, r7 = Scenario.from_dict(R1), Scenario.from_dict(R7)
-    relsim.simulate(r1, 1000, seed=1)  # load (or compile) the kernels before timing
-    relsim.simulate(r7, 1000, seed=1)
-
     fill = {t: numpy_fill_rate(t, 400_000_000 // scale, repeats) for t in (1, 2)}
     python_rate = python_loop_rate(200_000 // scale)
     reference_rate = slow_reference_rate(20_000 // scale)
@@ -212,8 +217,10 @@ def main() -> None:
     for threads in (1, 2):
         rates["R1", threads] = simulate_rate(r1, 20_000_000 // scale, threads, repeats)
         rates["R7", threads] = simulate_rate(r7, 4_000_000 // scale, threads, repeats)
+    return fill, python_rate, reference_rate, rates
 
-    print()
+
+def print_table(fill: dict, python_rate: float, reference_rate: float, rates: dict) -> None:
     print("step-attempts per second (M/s); numpy: uniform doubles per second (M/s)")
     header = (f"{'case':5} {'threads':>7} {'relsim':>9} {'numpy x T':>10} {'ratio':>6} "
               f"{'numpy T run':>12} {'ratio':>6} {'python':>8} {'ratio':>7}")
@@ -229,6 +236,40 @@ def main() -> None:
             )
     print("numpy x T: one thread's fill rate times T; numpy T run: T generators filling together;")
     print("python: R1, the obvious loop over stdlib random; R7, the tests' plain-Python simulator.")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure the throughput table this many times; print medians")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    repeats = 2 if args.quick else 3
+
+    print(f"machine: {machine()}")
+    relsim.simulate(Scenario.from_dict(R1), 1000, seed=1)  # load (or compile) the kernels
+    relsim.simulate(Scenario.from_dict(R7), 1000, seed=1)
+
+    ratios: dict[tuple[str, int, str], list[float]] = {}
+    for round_ in range(args.rounds):
+        fill, python_rate, reference_rate, rates = throughput(scale, repeats)
+        print()
+        if args.rounds > 1:
+            print(f"round {round_ + 1} of {args.rounds}, load average {load_average():.2f}")
+        print_table(fill, python_rate, reference_rate, rates)
+        for (case, threads), rate in rates.items():
+            ratios.setdefault((case, threads, "numpy x T"), []).append(
+                rate / (fill[1] * threads))
+            ratios.setdefault((case, threads, "numpy T run"), []).append(rate / fill[threads])
+    if args.rounds > 1:
+        print()
+        print(f"median ratios over {args.rounds} rounds, load average {load_average():.2f} at "
+              "the end:")
+        for (case, threads, reference), values in sorted(ratios.items()):
+            print(f"  {case} {threads} thread{'s' if threads > 1 else ' '} / {reference:11}: "
+                  f"{statistics.median(values):5.2f} (rounds: "
+                  f"{', '.join(f'{v:.2f}' for v in values)})")
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "r1.toml")

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from relsim.montecarlo._layout import GENERATOR_LANES, STATE_WORDS
 
 
 def available_cores() -> int:
@@ -22,13 +23,16 @@ def available_cores() -> int:
 
 
 def block_state(seed_sequence: np.random.SeedSequence, block: int) -> np.ndarray:
-    """xoshiro256+ state of a block, from the block-th child of ``seed_sequence.spawn``."""
+    """The state of a block's generator (``GENERATOR_LANES`` xoshiro256++ streams, word
+    ``w`` of stream ``l`` at ``[w * GENERATOR_LANES + l]``), from the block-th child of
+    ``seed_sequence.spawn``."""
     child = np.random.SeedSequence(
         seed_sequence.entropy,
         spawn_key=(*seed_sequence.spawn_key, block),
         pool_size=seed_sequence.pool_size,
     )
-    state = child.generate_state(4, np.uint64)
-    if not state.any():  # the one state xoshiro cannot leave (probability 2**-256)
-        state[0] = 1
+    state = child.generate_state(STATE_WORDS, np.uint64)
+    by_stream = state.reshape(4, GENERATOR_LANES)
+    stuck = ~by_stream.any(axis=0)  # the one state xoshiro cannot leave (chance 2**-256)
+    by_stream[0, stuck] = 1
     return state

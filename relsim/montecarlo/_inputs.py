@@ -43,7 +43,7 @@ class KernelInput:
 
 def kernel_input(model: TrialModel, force_general: bool = False) -> KernelInput:
     """Turn the compiled trial model into the kernels' input; ``force_general`` keeps it off
-    the fast kernel (the tests use it: both kernels must then draw the very same trials)."""
+    the fast kernel (the tests use it: both kernels must then agree in distribution)."""
     unit = model.cost_unit
     # copies: writable arrays, so that the kernels compile once for every scenario
     attempt_cost = np.array(model.cost_per_attempt, dtype=np.float64) / unit

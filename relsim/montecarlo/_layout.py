@@ -5,10 +5,10 @@ Private, and free of numba, so that ``import relsim.montecarlo`` stays light. Th
 their inputs and outputs as ``typing.NamedTuple`` objects of arrays and scalars (numba passes a
 named tuple as one argument and reads its fields by name), defined here.
 
-numba's cache is keyed on ``_kernels.py`` alone: after changing a constant the kernels use
-(``SCALE``, ``FULL``, the outcome codes), delete ``relsim/montecarlo/__pycache__`` or touch
-``_kernels.py``. The histogram's geometry reaches the kernels through their arguments, so it
-is free to change.
+numba's cache is keyed on each kernel's own file: after changing a constant the kernels use
+(``SCALE``, ``SCALE32``, ``FULL32``, the outcome codes, ``GENERATOR_LANES``), delete
+``relsim/montecarlo/__pycache__`` or touch ``_kernels.py`` and ``_draws.py``. The histogram's
+geometry reaches the kernels through their arguments, so it is free to change.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-# One uniform is the top 53 bits of a 64-bit output; thresholds live on [0, 2**53].
+# A Bernoulli draw compares a 32-bit uniform (half of a 64-bit output) with a threshold on
+# [0, 2**32]; the ziggurat's and the tail's uniforms are 52 or 53 bits.
+SCALE32 = 4294967296.0  # 2**32
+FULL32 = np.int64(4294967296)
 SCALE = 9007199254740992.0  # 2**53
-FULL = np.uint64(9007199254740992)
 
 # Outcome codes (also the order of the trajectories' "outcome" categories).
 SUCCESS, SILENT_FAILURE, DETECTED_FAILURE = 0, 1, 2
@@ -79,24 +81,25 @@ class Design(NamedTuple):
     mantissa_drop: int  # MANTISSA_DROP
 
 
-class Streams(NamedTuple):
-    """Where each block of a kernel call stands: its generator state and trials done (and,
-    for the general kernel, the spare normal of its last Box-Muller pair), so that a block
-    cut by a slice's end resumes its own stream in the next call."""
+#: xoshiro256++ streams in a block's generator (``_kernels``): the fast kernel steps them
+#: together (numba vectorizes the step); the general kernel draws from the first alone.
+GENERATOR_LANES = 16
+#: Words of a block's generator state: four per stream.
+STATE_WORDS = 4 * GENERATOR_LANES
 
-    state: np.ndarray  # (blocks, 4) uint64: xoshiro256+ state
+
+class Streams(NamedTuple):
+    """Where each block of a kernel call stands: its generator state and trials done, so
+    that a block cut by a slice's end resumes its own stream in the next call."""
+
+    state: np.ndarray  # (blocks, STATE_WORDS) uint64: word w of stream l at [w * 16 + l]
     done: np.ndarray  # (blocks,) int64: trials done
-    spare: np.ndarray  # (blocks,) float64
-    have_spare: np.ndarray  # (blocks,) bool
 
     @classmethod
     def start(cls, states: np.ndarray) -> "Streams":
-        blocks = states.shape[0]
         return cls(
             np.ascontiguousarray(states, dtype=np.uint64),
-            np.zeros(blocks, np.int64),
-            np.zeros(blocks, np.float64),
-            np.zeros(blocks, np.bool_),
+            np.zeros(states.shape[0], np.int64),
         )
 
 
