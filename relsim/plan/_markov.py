@@ -346,12 +346,12 @@ def search(
                     )
                     success_to_go[i] = _times_column(tables.correct[i, b], success_to_go[i + 1])
         cost, success = tables.outcome(budgets)
-        now = float(_value(np.float64(cost), np.float64(success), objective, reward))
+        reached = float(_value(np.float64(cost), np.float64(success), objective, reward))
         # stop when a pair of sweeps changes nothing, or gains only rounding errors (a
         # design on the goal can trade budgets back and forth at that level)
-        if not changed or (success >= goal and now >= last - 1e-12 * abs(last)):
+        if not changed or (success >= goal and reached >= last - 1e-12 * abs(last)):
             break
-        last = now if success >= goal else math.inf
+        last = reached if success >= goal else math.inf
     return budgets
 
 

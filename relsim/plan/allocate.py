@@ -200,7 +200,7 @@ def _check_size(scenario: Scenario) -> None:
     cells = scenario.steps * width * (21 if effect else 1)
     table = 8 * cells * 8  # eight float64 tables and temporaries of that size
     buckets = scenario.steps * (BUCKETS + 1) * 2  # the int16 choice table of the programme
-    need = table + buckets
+    need = float(table + buckets)
     if not _is_chain(scenario) and _markov.applies(scenario):
         need = _markov.memory(scenario)
         width = _markov.table_width(scenario) + 1
