@@ -89,11 +89,12 @@ TWELVE_WITH_EFFECTS = {
 
 
 def test_allocation_is_not_refused_for_its_gap_bound_alone(monkeypatch):
-    # Beyond 8 steps the heuristic's gap is bounded with every budget at MAX_BUDGET (1000 per
-    # step), a design whose engine tables are far larger than any the plan itself evaluates.
-    # On 500 such steps that one design was over the 4 GiB limit, so the whole plan was
-    # refused. Here the memory limit sits between the two sizes: the plan must come back,
-    # feasible by the exact engine (run without the limit), with a valid, weaker bound.
+    # Beyond 8 steps the old heuristic bounded its gap with every budget at MAX_BUDGET (1000
+    # per step), a design whose engine tables are far larger than any the plan evaluates; on
+    # 500 such steps it was over the 4 GiB limit, so the whole plan was refused. The bound now
+    # comes from the planner's own tables, and no design past them is evaluated: with the
+    # memory limit between the two sizes the plan comes back, feasible by the exact engine
+    # (run without the limit), with a valid bound.
     from relsim.exact import evaluate, work_estimate
     from relsim.plan._common import with_per_step
 
@@ -107,7 +108,12 @@ def test_allocation_is_not_refused_for_its_gap_bound_alone(monkeypatch):
     assert plan.feasible and max(plan.value) <= 100
     outcome = evaluate(with_per_step(s, plan.value))
     assert outcome.success >= 0.6
-    # every budget at 0 costs no more than any allocation, and no success exceeds 1
-    cheapest = evaluate(with_per_step(s, [0] * 12)).expected_cost
-    assert plan.details["lower_bound"] == pytest.approx(cheapest, rel=1e-12)
+    # the bound holds for the answer and for the uniform designs around it, and it is far
+    # above the old bound by monotonicity (cost with every budget at 0, over success 1)
     assert plan.details["lower_bound"] <= outcome.cost_per_success
+    for budget in (2, 5, 10, 20):
+        other = evaluate(with_per_step(s, [budget] * 12))
+        if other.success >= 0.6:
+            assert plan.details["lower_bound"] <= other.cost_per_success
+    cheapest = evaluate(with_per_step(s, [0] * 12)).expected_cost
+    assert plan.details["lower_bound"] > 2 * cheapest

@@ -173,7 +173,7 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _kernel_values(model: ChainModel, step: int, p_focused: np.ndarray) -> np.ndarray:
+def kernel_values(model: ChainModel, step: int, p_focused: np.ndarray) -> np.ndarray:
     r"""Accept and exhaust probabilities for each :math:`p'`, flattened, nodes last.
 
     .. math::
@@ -218,7 +218,7 @@ def _step_kernel(
     p = float(model.trial.p[step])
     if model.trial.step_sd == 0.0 or p <= 0.0 or p >= 1.0:
         values = np.moveaxis(
-            _kernel_values(model, step, shift_array(p, float(model.trial.logit_p[step]), z_shift)), 2, 1
+            kernel_values(model, step, shift_array(p, float(model.trial.logit_p[step]), z_shift)), 2, 1
         )
     else:
         key = model.step_key(step)
@@ -284,7 +284,7 @@ class StepEffectGrid:
         self.h = h
         self.offsets = h * np.arange(-half, half + 1)
         p = shift_array(self.p, self.center, self.offsets)
-        values = _kernel_values(self.model, self.step, p)  # (cap + 1, entries, grid)
+        values = kernel_values(self.model, self.step, p)  # (cap + 1, entries, grid)
         self.shape = values.shape[:2]
         self.values = np.ascontiguousarray(np.moveaxis(values, 2, 0)).reshape(p.size, -1)
 
@@ -376,10 +376,9 @@ def conditional_values(model: ChainModel, z_shift: np.ndarray, grids: dict) -> n
     for i in range(1, n + 1):
         seg_start[i] = i if i in model.positions else seg_start[i - 1]
 
-    # The stacked shifts of `_execute`, allocated once: a fresh array for every execution
-    # costs more than filling it (new pages from the system).
-    columns = max(kernel.move[0, 0].size for kernel in kernels.values())
-    work = np.empty(n_z * columns * n_d * n_r)
+    # The stacked shifts of `_execute`, allocated once per layout: a fresh array for every
+    # execution costs more than filling it (new pages from the system).
+    work: dict[tuple[int, int], np.ndarray] = {}
     # Mass enters a layer only at the start or by a rollback, so always untainted and focused
     # (kernel state 0): it is kept over (z, doomed, retries used) alone.
     start = np.zeros((n_z, n_d, n_r))
@@ -426,7 +425,7 @@ def _execute(
     step: int,
     state: np.ndarray,
     result: np.ndarray,
-    work: np.ndarray,
+    work: dict[tuple[int, int], np.ndarray],
     checkpoint: bool = False,
 ) -> np.ndarray:
     """One execution of step ``step`` from every state.
@@ -435,8 +434,8 @@ def _execute(
     ones alone. Returns the states after it, over (z, tainted * C + c, doomed, retries used);
     with ``checkpoint``, the rows of the checkpoint met right after instead
     (`_pass_checkpoint` reads them). The mass that runs out of retries, and the attempts and
-    cost of every execution (and of the checkpoint), go into ``result``. ``work`` is scratch
-    space for the stacked shifts, of at least ``z * 2C * shifts * doomed * R`` values.
+    cost of every execution (and of the checkpoint), go into ``result``. ``work`` holds the
+    buffers of the stacked shifts, one per (shifts, states) layout.
     """
     n_z, n_in, n_d, n_r = state.shape
     c = model.n_conf
@@ -445,9 +444,11 @@ def _execute(
     n_shift = move.shape[2] // n_in
     # shifted[:, k, ..., r] = state[..., r - k]: accepted after k rejections, it ends with r
     # retries used. Stacking the shifts makes the whole execution one product per z node.
-    shifted = work[: n_z * n_shift * n_in * n_d * n_r].reshape(n_z, n_shift, n_in, n_d, n_r)
+    # Each layout has its own buffer, zero where a shift leaves no mass (written once).
+    if (n_shift, n_in) not in work:
+        work[n_shift, n_in] = np.zeros((n_z, n_shift, n_in, n_d, n_r))
+    shifted = work[n_shift, n_in]
     for k in range(n_shift):
-        shifted[:, k, ..., :k] = 0.0
         shifted[:, k, ..., k:] = state[..., : n_r - k]
     out = move @ shifted.reshape(n_z, n_shift * n_in, n_d * n_r)
     # Running out of retries depends on the confusion state and the retries used alone.

@@ -48,8 +48,14 @@ BUCKETS = 65_536
 SURROGATE_BUCKETS = 8_192
 #: Allocation beyond the chain: branch and bound up to this many steps ...
 BRANCH_AND_BOUND_STEPS = 8
-#: ... and this many engine evaluations (beyond, the heuristic's answer stands).
+#: ... and this many engine evaluations (beyond, the heuristic's answer stands) ...
 BRANCH_AND_BOUND_EVALUATIONS = 600
+#: ... or, without checkpoints and a task-wide budget, this many partial allocations x task
+#: effect nodes x confusion states examined on the planner's tables.
+BRANCH_AND_BOUND_WORK = 20_000_000
+#: Allocation: the relative gap to the optimum a bound is sought within. An answer proven
+#: within it takes the smallest budgets whose objective stays within it of the bound.
+ALLOCATION_GAP = 0.01
 #: Allocation beyond the chain: single-step decrements tried after the search.
 POLISH_TRIALS = 8
 #: Allocation beyond the chain: bisections of the surrogate's target.

@@ -5,34 +5,32 @@ for chains; a surrogate-guided search with branch and bound otherwise)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from relsim import formulas
 from relsim.scenario import trial_model
 from relsim.errors import RelsimError, invalid
-from relsim.plan import _common
+from relsim.plan import _common, _markov
 from relsim.plan._common import (
     BRANCH_AND_BOUND_EVALUATIONS,
     BRANCH_AND_BOUND_STEPS,
     BUCKETS,
-    CONVERGED,
     POLISH_TRIALS,
     SURROGATE_BISECTIONS,
-    SURROGATE_BUCKETS,
     Plan,
     budget_floor,
     evaluate_design,
     goal_of,
     is_chain,
-    log_goal_of,
     outcome_success,
     make_plan,
     meets_goal,
+    exact_success,
     with_per_step,
 )
+from relsim.plan._chain_alloc import step_table
 from relsim.plan.binding import no_verifier_plan
 from relsim.plan.budgets import retries
 from relsim.plan.search import least_budget
@@ -54,11 +52,16 @@ def allocation(
     ``objective`` says which cost: ``"cost_per_success"`` (the default) minimises
     :math:`\text{cost}/\text{success}`, what a budget owner pays per success when a failed
     trial is run again; ``"expected_cost"`` minimises the expected cost of one trial (a
-    failed trial counted once). Both are non-decreasing in cost and non-increasing in
-    success, so everything below holds for either. ``details`` carries ``objective``,
-    ``optimal`` (True when proven optimal), ``method``, the ``gap`` to the optimum where a
-    bound is known (None when none is) and ``why``, one line on why the budget sits where it
-    does.
+    failed trial counted once). ``details`` carries ``objective``, ``optimal`` (True when
+    proven optimal), ``method``, the ``gap`` to the optimum where a bound is known (with
+    ``lower_bound`` and ``relative_gap`` when it is not 0; None when no bound is known) and
+    ``why``, one line on why the budget sits where it does.
+
+    Among designs as good as the answer claims, the smallest budgets are returned: a proven
+    optimum is lowered step by step while its objective stays within ``TIE`` (1e-9,
+    relative) of the optimum, so no retry is bought that buys less; an answer with a bound
+    within ``ALLOCATION_GAP`` (1%) is lowered while its objective stays within that of the
+    bound (the gap reported is the lowered design's).
 
     For a chain of independent steps (no correlation, no checkpoints, no task-wide budget)
 
@@ -79,29 +82,38 @@ def allocation(
     and refuses (a :class:`~relsim.errors.RelsimError` with the estimate and what to do
     instead) beyond ``MAX_MEMORY`` bytes.
 
-    Any other scenario relies on success and expected cost both being non-decreasing in
-    every :math:`r_i` (a larger budget changes a trial only where the smaller one would have
-    ended it, and continuing can only succeed more and cost more). Its surrogate is the chain
-    without correlation, checkpoints and task-wide budget, each step averaged over the random
-    effects (:math:`N(0, \sigma_t^2 + \sigma_s^2)` on the logit scale) when there are any. The
-    surrogate's cheapest budgets for a surrogate target :math:`t'` are judged by the engine,
-    and :math:`t'` is searched (galloping, then ``SURROGATE_BISECTIONS`` bisections between
-    the target and the surrogate's ceiling, or below the target when the surrogate is
-    pessimistic) for the cheapest that reaches the target; uniform increments take over when
-    even the surrogate's largest budgets fall short. Up to ``POLISH_TRIALS`` single-step
-    decrements follow, the largest surrogate saving first. That heuristic's gap is bounded by
-    monotonicity alone (two evaluations: the cost with every budget at 0, over the success
-    with every budget at ``MAX_BUDGET``), a valid but weak bound. Up to
-    ``BRANCH_AND_BOUND_STEPS`` steps, a branch and bound then searches
-    the box of budgets up to the surrogate's per-step limits (or the heuristic's, if larger;
-    never above a task-wide budget) with the heuristic as incumbent: a partial allocation
-    whose objective bound (its cost with the remaining steps at 0, over its success with
-    them at their limits) already exceeds the incumbent, or whose success with them at their
-    limits falls short, is cut. Finished within ``BRANCH_AND_BOUND_EVALUATIONS`` evaluations,
-    the answer is exact in that box (``gap`` 0).
+    With random effects or confusion but no checkpoints and no task-wide budget, a trial given
+    its task effect is a Markov chain over the confusion state, and
+    :mod:`relsim.plan._markov` tables each step's passing, correct-passing and attempts for
+    every budget up to a width where even a step slowed by two standard deviations of the
+    effects has converged. Every single-step change is then judged at once (forward and
+    backward vectors), and coordinate descent runs from several starts. A relaxation that
+    may choose each execution's budget knowing the task effect and the confusion state
+    (:mod:`relsim.plan._relax`) bounds every allocation from below, the target entering by a
+    Lagrange multiplier; up to ``BRANCH_AND_BOUND_STEPS`` steps a branch and bound on it
+    proves the optimum among budgets up to the width (``gap`` 0). Otherwise the bound is
+    stated; it is within 1% where the relaxation is close (confusion, step effects) and
+    looser with a large task effect (it knows the task's difficulty, an allocation cannot).
 
-    Whenever an answer is not proven optimal, it is compared with the least uniform budget
-    (:func:`retries`) and the better one is returned.
+    Any other scenario (checkpoints, or a task-wide budget) relies on success and expected
+    cost both being non-decreasing in every :math:`r_i` (a larger budget changes a trial only
+    where the smaller one would have ended it, and continuing can only succeed more and cost
+    more). Its surrogate is the chain without correlation, checkpoints and task-wide budget,
+    each step averaged over the random effects (:math:`N(0, \sigma_t^2 + \sigma_s^2)` on the
+    logit scale) when there are any. The surrogate's cheapest budgets for a surrogate target
+    :math:`t'` are judged by the engine, and :math:`t'` is searched (galloping, then
+    ``SURROGATE_BISECTIONS`` bisections) for the cheapest that reaches the target; uniform
+    increments take over when even the surrogate's largest budgets fall short. Up to
+    ``POLISH_TRIALS`` single-step decrements follow, the largest surrogate saving first. That
+    heuristic's gap is bounded by monotonicity alone (the cost with every budget at 0, over
+    the success with every budget at ``MAX_BUDGET``), a valid but weak bound. Up to
+    ``BRANCH_AND_BOUND_STEPS`` steps, coordinate descent with the engine and a branch and
+    bound follow in the box of budgets up to the surrogate's per-step limits (or the
+    heuristic's, if larger): a partial allocation whose objective bound (its cost with the
+    remaining steps at 0, over its success with them at their limits) already exceeds the
+    incumbent is cut. Finished within ``BRANCH_AND_BOUND_EVALUATIONS`` evaluations, the answer
+    is exact in that box (``gap`` 0). An answer of this path that is not proven optimal is
+    compared with the least uniform budget (:func:`retries`) and the better one is returned.
 
     Examples
     --------
@@ -111,12 +123,13 @@ def allocation(
     >>> allocation(s, 0.95, objective="expected_cost").value
     (1, 3, 0)
 
-    Per success, behind this perfect verifier a retry always costs less than a rerun, so every
-    step retries until its success is within 1e-12 of 1:
+    Per success, behind this perfect verifier a retry costs less than a rerun except at the
+    first step, where a rerun loses nothing: later steps retry until a retry no longer buys
+    a billionth of the cost per success, the first step barely retries.
 
     >>> plan = allocation(s, 0.95)
     >>> plan.value, plan.details["optimal"]
-    ((9, 29, 6), True)
+    ((1, 21, 4), True)
     """
     goal = goal_of(scenario, target, "allocation")
     if objective not in OBJECTIVES:
@@ -126,9 +139,12 @@ def allocation(
     _check_size(scenario)
     if is_chain(scenario):
         plan = _allocation_chain(scenario, goal, objective)
+    elif _markov.applies(scenario):
+        plan = _allocation_markov(scenario, goal, objective)
     else:
         plan = _allocation_general(scenario, goal, objective)
-    if plan.feasible and plan.details.get("gap") != 0.0:
+    searched = is_chain(scenario) or not _markov.applies(scenario)
+    if plan.feasible and plan.details.get("gap") != 0.0 and searched:
         uniform = retries(scenario, goal)  # never worse than the least uniform budget
         if uniform.feasible and _plan_score(uniform, objective) < _plan_score(plan, objective):
             budgets = (int(uniform.value),) * scenario.steps  # type: ignore[arg-type]
@@ -154,14 +170,6 @@ def allocation(
 
 def _plan_score(plan: Plan, objective: str) -> float:
     return plan.expected_cost if objective == "expected_cost" else plan.cost_per_success
-
-
-def _score(cost: Any, log_success: Any, objective: str) -> Any:
-    """The objective from a cost and a log-success (arrays or floats)."""
-    if objective == "expected_cost":
-        return cost
-    with np.errstate(over="ignore", invalid="ignore"):
-        return cost * np.exp(-np.asarray(log_success, dtype=float))
 
 
 def _why(budgets: Sequence[int], objective: str) -> str:
@@ -192,7 +200,10 @@ def _check_size(scenario: Scenario) -> None:
     cells = scenario.steps * width * (21 if effect else 1)
     table = 8 * cells * 8  # eight float64 tables and temporaries of that size
     buckets = scenario.steps * (BUCKETS + 1) * 2  # the int16 choice table of the programme
-    need = table + buckets
+    need = float(table + buckets)
+    if not is_chain(scenario) and _markov.applies(scenario):
+        need = _markov.memory(scenario)
+        width = _markov.table_width(scenario) + 1
     if need > _common.MAX_MEMORY:
         raise RelsimError(
             f"allocation: {scenario.steps} steps with budgets up to {width - 1} need about "
@@ -203,316 +214,68 @@ def _check_size(scenario: Scenario) -> None:
         )
 
 
-@dataclass
-class _ChainTable:
-    """Per-step closed forms of a chain for budgets ``0..width-1`` (rows: steps)."""
-
-    success: np.ndarray  # s_i(r) = a_i S_i(r)
-    passed: np.ndarray  # e_i(r) = 1 - q_i^(r+1)
-    attempts: np.ndarray  # S_i(r)
-    unit_cost: np.ndarray  # c_i = attempt_i + verify
-    low: np.ndarray  # least budget each step may take
-    high: np.ndarray  # largest budget worth searching
-    log_table: np.ndarray  # log s_i(r), from the step's failure where it is small
-
-    def cost(self, budgets: np.ndarray) -> float:
-        rows = np.arange(len(budgets))
-        attempts = self.attempts[rows, budgets]
-        passed = self.passed[rows, budgets]
-        reach = np.concatenate([[1.0], np.cumprod(passed)[:-1]])
-        return float(np.sum(self.unit_cost * attempts * reach))
-
-    def log_success(self, budgets: np.ndarray) -> float:
-        rows = np.arange(len(budgets))
-        return float(np.sum(self.log_table[rows, budgets]))
-
-    def score(self, budgets: np.ndarray, objective: str) -> float:
-        return float(_score(self.cost(budgets), self.log_success(budgets), objective))
-
-    def ceiling(self) -> float:
-        """Log-success with every step at its largest budget."""
-        return self.log_success(self.high)
-
-    def for_goal(self, goal: float) -> "_ChainTable | None":
-        """A copy whose ``low`` is the least budget each step needs for ``goal`` (with every
-        other step at its best); None when even the best falls short."""
-        n = len(self.high)
-        best = self.log_table[np.arange(n), self.high]
-        log_goal = log_goal_of(goal)
-        if not np.all(np.isfinite(best)) or float(np.sum(best)) < log_goal:
-            return None
-        need = log_goal - (float(np.sum(best)) - best)
-        low = np.argmax(self.log_table >= need[:, None], axis=1)
-        return replace(self, low=np.minimum(low, self.high))
-
-    def solve(
-        self, goal: float, objective: str, exact: bool = True
-    ) -> tuple[np.ndarray, dict[str, Any]] | None:
-        """The chain's best budgets for ``goal`` and the method notes; None if infeasible.
-
-        The bucketed programme rounding success down, then a local search, give a
-        feasible answer; with ``exact`` its objective bounds the exact Pareto programme, and
-        when that outgrows its limits a second bucketed run rounding up gives a lower bound."""
-        table = self.for_goal(goal)
-        if table is None:
-            return None
-        if log_goal_of(goal) == 0.0:  # target 1, met: every step is certain at its least budget
-            return table.low.astype(np.int64), {"method": "exact (every step certain)", "gap": 0.0}
-        buckets = BUCKETS if exact else SURROGATE_BUCKETS
-        _, found_budgets = _bucketed(table, goal, objective, optimistic=False, buckets=buckets)
-        if found_budgets is None:  # the target is within the rounding of the ceiling
-            found_budgets = table.high.astype(np.int64)  # feasible: for_goal checked it
-        found_budgets = _improve_locally(table, found_budgets, goal, objective)
-        found = table.score(found_budgets, objective)
-        budgets = _pareto_allocation(table, goal, found, objective) if exact else None
-        if budgets is not None:
-            method = "exact (dynamic programme over the Pareto front)"
-            return budgets, {"method": method, "gap": 0.0}
-        if not exact:
-            return found_budgets, {}
-        bound, _ = _bucketed(table, goal, objective, optimistic=True)
-        gap = max(0.0, found - bound)
-        return found_budgets, {
-            "method": f"bucketed dynamic programme ({BUCKETS} levels of log-success) "
-            "with a local search",
-            "lower_bound": bound,
-            "gap": gap,
-            "relative_gap": gap / found if found > 0 else 0.0,
-        }
-
-
-def _step_table(scenario: Scenario, effect_sd: float = 0.0) -> _ChainTable:
-    r"""Per-step closed forms for budgets up to the convergence limit, the goal left open.
-
-    With ``effect_sd > 0`` each step's success, passing probability and attempts are averaged
-    over a logit-scale effect :math:`N(0, \sigma^2)` (Gauss-Hermite): the marginal step of a
-    scenario with random effects, the surrogate of :func:`_allocation_general`."""
-    width = budget_floor(scenario) + 1
-    budgets = np.arange(width)
-    shape = (scenario.steps, width)
-    model = trial_model(scenario)
-    if effect_sd > 0:
-        nodes, weights = np.polynomial.hermite_e.hermegauss(21)
-        weights = weights / weights.sum()
-        step = formulas.verified_step(
-            model.shifted_p(effect_sd * nodes)[:, :, None],
-            budgets[None, None, :],
-            model.miss[:, None, None],
-            model.false_reject[:, None, None],
-        )
-        full = shape[:1] + (len(nodes),) + shape[1:]
-        w = weights[None, :, None]
-        success = np.sum(w * np.broadcast_to(np.asarray(step.success, float), full), axis=1)
-        failed = np.asarray(step.silent_failure, float) + np.asarray(step.exhausted, float)
-        failure = np.sum(w * np.broadcast_to(failed, full), axis=1)
-        passed = 1.0 - np.sum(w * np.broadcast_to(np.asarray(step.exhausted, float), full), axis=1)
-        attempts = np.sum(
-            w * np.broadcast_to(np.asarray(step.expected_attempts, float), full), axis=1
-        )
-    else:
-        step = formulas.verified_step(
-            model.p[:, None], budgets[None, :], model.miss[:, None], model.false_reject[:, None]
-        )
-        success = np.broadcast_to(np.asarray(step.success, float), shape).copy()
-        failed = np.asarray(step.silent_failure, float) + np.asarray(step.exhausted, float)
-        failure = np.broadcast_to(failed, shape)
-        passed = 1.0 - np.broadcast_to(np.asarray(step.exhausted, float), shape)
-        attempts = np.broadcast_to(np.asarray(step.expected_attempts, float), shape).copy()
-    with np.errstate(divide="ignore"):  # log s from the failure where it is small
-        log_success = np.where(failure < 0.5, np.log1p(-np.minimum(failure, 0.5)), np.log(success))
-    top = log_success[:, -1]
-    # least budget within 1e-12 (relative) of the step's ceiling: more is never worth it
-    high = np.argmax(log_success >= (top - CONVERGED)[:, None], axis=1)
-    unit_cost = model.cost_per_attempt
-    low = np.zeros(scenario.steps, dtype=np.int64)
-    return _ChainTable(success, passed, attempts, unit_cost, low, high, log_success)
-
-
-def _pareto_allocation(
-    table: _ChainTable, goal: float, bound: float, objective: str
-) -> np.ndarray | None:
-    """Exact: dynamic programme over the Pareto front of (suffix success, suffix cost),
-    pruned by branch and bound against ``bound``, the objective of a known feasible plan.
-
-    A suffix pair can only end in a plan costing at least ``prefix_cost + reach * cost``
-    with the steps before it at their least budgets (both are non-decreasing in every
-    budget), and succeeding at most its success times the best the steps before it can add;
-    pairs whose objective bound exceeds ``bound`` are dropped. None when the front outgrows
-    ``MAX_FRONT`` or the work (pairs examined) exceeds ``100 * MAX_FRONT * steps``."""
-    n = len(table.low)
-    rows = np.arange(n)
-    least_attempts = table.attempts[rows, table.low]
-    least_passed = table.passed[rows, table.low]
-    least_reach = np.concatenate([[1.0], np.cumprod(least_passed)])  # before step i
-    least_cost = table.unit_cost * least_attempts * least_reach[:-1]
-    least_prefix = np.concatenate([[0.0], np.cumsum(least_cost)])
-    limit = bound * (1 + 1e-12) + 1e-300
-    work = 0
-    log_goal = log_goal_of(goal)
-    log_table = table.log_table
-    best = log_table[np.arange(n), table.high]
-    # best log-success the steps before i can still add
-    prefix_best = np.concatenate([[0.0], np.cumsum(best)])
-    log_success = np.array([0.0])
-    cost = np.array([0.0])
-    choices: list[np.ndarray] = []
-    parents: list[np.ndarray] = []
-    for i in range(n - 1, -1, -1):
-        budgets = np.arange(table.low[i], table.high[i] + 1)
-        new_log = log_table[i, budgets][:, None] + log_success[None, :]
-        new_cost = (
-            table.unit_cost[i] * table.attempts[i, budgets][:, None]
-            + table.passed[i, budgets][:, None] * cost[None, :]
-        )
-        choice = np.broadcast_to(budgets[:, None], new_log.shape).ravel()
-        parent = np.broadcast_to(np.arange(len(cost))[None, :], new_log.shape).ravel()
-        new_log = new_log.ravel()
-        new_cost = new_cost.ravel()
-        optimistic = _score(
-            least_prefix[i] + least_reach[i] * new_cost, new_log + prefix_best[i], objective
-        )
-        keep = (new_log + prefix_best[i] >= log_goal) & (optimistic <= limit)
-        new_log, new_cost = new_log[keep], new_cost[keep]
-        choice, parent = choice[keep], parent[keep]
-        work += keep.size
-        if new_log.size == 0 or work > 100 * _common.MAX_FRONT * n:
-            return None
-        order = np.lexsort((new_cost, -new_log))
-        new_log, new_cost = new_log[order], new_cost[order]
-        choice, parent = choice[order], parent[order]
-        running = np.minimum.accumulate(new_cost)
-        front = np.concatenate([[True], new_cost[1:] < running[:-1]])
-        log_success, cost = new_log[front], new_cost[front]
-        choices.append(choice[front])
-        parents.append(parent[front])
-        if len(cost) > _common.MAX_FRONT:
-            return None
-    index = int(np.argmin(_score(cost, log_success, objective)))
-    budgets = np.empty(n, dtype=np.int64)
-    for i in range(n):  # choices[-1] is step 0
-        level = n - 1 - i
-        budgets[i] = choices[level][index]
-        index = int(parents[level][index])
-    return budgets
-
-
-def _bucketed(
-    table: _ChainTable,
-    goal: float,
-    objective: str,
-    optimistic: bool,
-    buckets: int | None = None,
-) -> tuple[float, np.ndarray | None]:
-    """The dynamic programme on ``buckets`` (default ``BUCKETS``) levels of log-success
-    between log(goal) and 0.
-
-    Rounding success down at each step (``optimistic=False``) keeps only real, feasible
-    plans; rounding up (``optimistic=True``) keeps, for every real plan, a relaxed one at
-    least as good (no more cost, a level at least its log-success), so the least objective
-    over the buckets, each taken at its level, is a lower bound on the optimum. Returns that
-    least objective and (rounding down) the budgets of the best bucket."""
-    n = len(table.low)
-    count = BUCKETS if buckets is None else buckets
-    log_goal = log_goal_of(goal)
-    width = -log_goal / count
-    log_table = table.log_table
-    best = log_table[np.arange(n), table.high]
-    prefix_best = np.concatenate([[0.0], np.cumsum(best)])
-    # bucket b holds level log_goal + b * width; the empty suffix has success 1 (b = count)
-    cost = np.full(count + 1, np.inf)
-    cost[count] = 0.0
-    choice_of = np.full((n, count + 1), -1, dtype=np.int16)  # budgets <= MAX_BUDGET
-    rounding = np.ceil if optimistic else np.floor
-    levels = log_goal + width * np.arange(count + 1)
-    for i in range(n - 1, -1, -1):
-        new_cost = np.full(count + 1, np.inf)
-        new_choice = np.full(count + 1, -1, dtype=np.int16)
-        for budget in range(table.low[i], table.high[i] + 1):
-            shift = int(rounding(log_table[i, budget] / width))  # <= 0
-            if -shift > count:
-                continue
-            source = cost[-shift:] if shift else cost
-            here = table.unit_cost[i] * table.attempts[i, budget]
-            candidate = here + table.passed[i, budget] * source
-            target_slice = slice(0, count + 1 + shift)
-            better = candidate < new_cost[target_slice]
-            new_cost[target_slice][better] = candidate[better]
-            new_choice[target_slice][better] = budget
-        # a suffix the earlier steps cannot lift to the goal is dropped
-        new_cost[levels + prefix_best[i] < log_goal] = np.inf
-        cost = new_cost
-        choice_of[i] = new_choice
-    if not np.any(np.isfinite(cost)):
-        return math.inf, None
-    scores = _score(cost, levels, objective)
-    bucket = int(np.argmin(scores))
-    lowest = float(scores[bucket])
-    if optimistic:
-        return lowest, None
-    budgets = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        budget = int(choice_of[i, bucket])
-        budgets[i] = budget
-        bucket -= int(np.floor(log_table[i, budget] / width))
-    return lowest, budgets
-
-
-def _improve_locally(
-    table: _ChainTable, budgets: np.ndarray, goal: float, objective: str
-) -> np.ndarray:
-    """Single-step changes (one budget down, or for cost per success also up), the best
-    improvement of the objective first, while success stays >= goal."""
-    budgets = budgets.copy()
-    log_goal = log_goal_of(goal)
-    n = len(budgets)
-    rows = np.arange(n)
-    moves = (-1,) if objective == "expected_cost" else (-1, 1)
-    for _ in range(100 * n + 100):  # each move improves the objective: this is a backstop
-        attempts = table.attempts[rows, budgets]
-        passed = table.passed[rows, budgets]
-        reach = np.concatenate([[1.0], np.cumprod(passed)[:-1]])
-        # cost of the steps after i, given step i is passed: the suffix sum of
-        # c_j S_j reach_j over reach_{i+1} (reach >= success >= goal > 0: no underflow)
-        share = table.unit_cost * attempts * reach
-        suffix = np.concatenate([np.cumsum(share[::-1])[::-1][1:], [0.0]])
-        reach_next = np.concatenate([reach[1:], [1.0]])
-        after = suffix / reach_next
-        cost = float(np.sum(share))
-        log_now = table.log_table[rows, budgets]
-        total_log = float(np.sum(log_now))
-        current = float(_score(cost, total_log, objective))
-        best_gain, best_move = -math.inf, None
-        for move in moves:
-            other = budgets + move
-            can = (other >= table.low) & (other <= table.high)
-            other = np.clip(other, table.low, table.high)
-            new_log = total_log - log_now + table.log_table[rows, other]
-            new_cost = cost - reach * (
-                table.unit_cost * (attempts - table.attempts[rows, other])
-                + (passed - table.passed[rows, other]) * after
-            )
-            gain = current - _score(new_cost, new_log, objective)
-            # a decrement that costs nothing is taken (the smaller budget), an increment only
-            # for a real gain: no move can undo the last one, so the search ends
-            needed = 0.0 if move < 0 else 1e-15 * abs(current)
-            ok = can & (new_log >= log_goal) & (gain >= needed) & ~((move > 0) & (gain <= 0))
-            if np.any(ok):
-                i = int(np.argmax(np.where(ok, gain, -np.inf)))
-                if best_move is None or gain[i] > best_gain:
-                    best_gain, best_move = float(gain[i]), (i, move)
-        if best_move is None:
-            return budgets
-        budgets[best_move[0]] += best_move[1]
-    return budgets
-
-
 def _allocation_chain(scenario: Scenario, goal: float, objective: str) -> Plan:
-    solved = _step_table(scenario).solve(goal, objective)
+    solved = step_table(scenario).solve(goal, objective)
+    if solved is None:
+        return _allocation_infeasible(scenario, goal)
+    budgets, details = _trim_chain(scenario, *solved, goal, objective)
+    planned = with_per_step(scenario, budgets)
+    return make_plan("allocation", budgets, planned, goal, feasible=True, details=details)
+
+
+def _trim_chain(
+    scenario: Scenario, budgets: np.ndarray, details: dict[str, Any], goal: float, objective: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The smallest budgets whose objective stays within ``TIE`` of the chain's optimum (or,
+    for the bucketed answer, within ``ALLOCATION_GAP`` of its bound when the bound is that
+    close): retries past them buy nothing worth stating."""
+    tables = _markov.build(scenario)
+    start = np.minimum(budgets, tables.width)
+    cost, success = tables.outcome(start)
+    value = float(cost if objective == "expected_cost" else cost / success)
+    bound = details.get("lower_bound")
+    limit = value * (1 + _markov.TIE)
+    if bound is not None and value - bound <= _common.ALLOCATION_GAP * value:
+        limit = max(limit, bound * (1 + _common.ALLOCATION_GAP))
+    trimmed = _markov.trim(tables, start, goal, objective, limit)
+    if trimmed.sum() == budgets.sum() or not meets_goal(
+        exact_success(with_per_step(scenario, trimmed)), goal
+    ):
+        return budgets, details
+    if bound is not None:
+        cost, success = tables.outcome(trimmed)
+        value = float(cost if objective == "expected_cost" else cost / success)
+        details = {**details, "gap": max(0.0, value - bound)}
+        details["relative_gap"] = details["gap"] / value if value > 0 else 0.0
+    return trimmed, details
+
+
+def _allocation_markov(scenario: Scenario, goal: float, objective: str) -> Plan:
+    """Without checkpoints and a task-wide budget (see :mod:`relsim.plan._markov`)."""
+    solved = _markov.solve(scenario, goal, objective)
     if solved is None:
         return _allocation_infeasible(scenario, goal)
     budgets, details = solved
-    planned = with_per_step(scenario, budgets)
-    return make_plan("allocation", budgets, planned, goal, feasible=True, details=details)
+    design = with_per_step(scenario, budgets)
+    for margin in (1e-12, 1e-9, 1e-6):
+        if meets_goal(outcome_success(evaluate_design(design)), goal):
+            break
+        # the tables put the design a rounding error (or the quadrature error of the task
+        # effect) above the goal and the engine below it: plan for a goal a little higher
+        solved = _markov.solve(scenario, min(1.0, goal + margin), objective)
+        if solved is None:
+            return _allocation_infeasible(scenario, goal)
+        budgets, details = solved
+        design = with_per_step(scenario, budgets)
+    else:
+        return _allocation_infeasible(scenario, goal)
+    plan = make_plan("allocation", budgets, design, goal, feasible=True, details=details)
+    if "lower_bound" in details:
+        value = _plan_score(plan, objective)
+        gap = max(0.0, value - details["lower_bound"])
+        details = {**details, "gap": gap, "relative_gap": gap / value if value > 0 else 0.0}
+        plan = replace(plan, details=details)
+    return plan
 
 
 def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
@@ -540,7 +303,7 @@ def _allocation_infeasible(scenario: Scenario, goal: float) -> Plan:
 def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan:
     n = scenario.steps
     model = trial_model(scenario)
-    table = _step_table(scenario, math.hypot(model.task_sd, model.step_sd))
+    table = step_table(scenario, math.hypot(model.task_sd, model.step_sd))
     if model.has_total:  # a per-step budget above the total is never spent
         table.high = np.minimum(table.high, model.total)
     if not np.isfinite(table.ceiling()):  # some step can never succeed
@@ -643,6 +406,7 @@ def _allocation_general(scenario: Scenario, goal: float, objective: str) -> Plan
     gap: float | None = None
     if n <= BRANCH_AND_BOUND_STEPS:
         box = np.maximum(table.high, budgets)
+        budgets = _line_search(box, budgets, goal, outcome, objective)
         exact = _branch_and_bound(box, budgets, goal, outcome, objective)
         if exact is not None:
             budgets, method, gap = exact, "exact (branch and bound in the box of step limits)", 0.0
@@ -685,6 +449,42 @@ def _monotone_bound(
 
 class _OutOfEvaluations(Exception):
     pass
+
+
+def _line_search(
+    box: np.ndarray,
+    budgets: np.ndarray,
+    goal: float,
+    outcome: Callable[[Iterable[int]], Outcome],
+    objective: str,
+) -> np.ndarray:
+    """Coordinate descent with the engine: each step's budget in turn set to the best in
+    ``0..box_i`` given the others (success kept >= goal), until a sweep changes nothing or
+    ``BRANCH_AND_BOUND_EVALUATIONS`` evaluations are spent."""
+    budgets = np.array(budgets, dtype=np.int64)
+    spent = 0
+
+    def value(o: Outcome) -> float:
+        return float(o.expected_cost if objective == "expected_cost" else o.cost_per_success)
+
+    best = value(outcome(budgets))
+    for _ in range(4):
+        changed = False
+        for i in range(len(budgets)):
+            for b in range(int(box[i]) + 1):
+                if b == budgets[i]:
+                    continue
+                spent += 1
+                if spent > BRANCH_AND_BOUND_EVALUATIONS:
+                    return budgets
+                trial = budgets.copy()
+                trial[i] = b
+                o = outcome(trial)
+                if meets_goal(outcome_success(o), goal) and value(o) < best * (1 - 1e-13):
+                    best, budgets, changed = value(o), trial, True
+        if not changed:
+            break
+    return budgets
 
 
 def _branch_and_bound(
