@@ -68,6 +68,7 @@ OUTCOME_KEYS = (
     "success",
     "silent_failure",
     "detected_failure",
+    "infra_failure",
     "expected_attempts",
     "expected_cost",
     "cost_per_success",
@@ -88,14 +89,22 @@ class Outcome:
 
     Attributes
     ----------
-    success, silent_failure, detected_failure : float
-        Probabilities of the three trial outcomes (they sum to 1).
+    success, silent_failure, detected_failure, infra_failure : float
+        Probabilities of the trial outcomes (they sum to 1; ``infra_failure``, a trial whose
+        budget ran out on an attempt lost to the environment, is 0 without ``[faults]``).
     expected_attempts : float
         Expected number of step attempts per trial.
     expected_cost : float
         Expected cost per trial, in the scenario's cost unit.
     cost_per_success : float
         ``expected_cost / success`` (a property); infinite when success is 0.
+    silent_by_mode : mapping of str to float or None
+        With failure modes: each mode's share of all trials that ended as silent failures
+        under it (the mode of the first accepted wrong result that stayed); they sum to
+        ``silent_failure``. None without modes.
+    expected_utility : float or None
+        With ``[utility]``: the sum of outcome shares times their values, less
+        ``cost_weight`` times the expected cost. None without it.
     method : str
         ``"exact"`` for this type, ``"montecarlo"`` for :class:`SimulatedOutcome`,
         ``"timeline"`` for :class:`TimelineOutcome` (a class attribute, not a field).
@@ -112,6 +121,9 @@ class Outcome:
     detected_failure: float
     expected_attempts: float
     expected_cost: float
+    infra_failure: float = 0.0
+    silent_by_mode: Mapping[str, float] | None = None
+    expected_utility: float | None = None
 
     method: ClassVar[str] = "exact"
     #: The estimated keys, in the order ``to_dict`` reports them.
@@ -145,6 +157,14 @@ class Outcome:
         for key in self._KEYS:
             out[key] = _number(getattr(self, key))
             out.update(self._estimate_items(key))
+        if self.silent_by_mode is not None:
+            out["silent_by_mode"] = {name: _number(v) for name, v in self.silent_by_mode.items()}
+            for name in self.silent_by_mode:
+                for extra, item in self._estimate_items(f"silent_by_mode_{name}").items():
+                    out.setdefault(f"silent_by_mode{extra[len('silent_by_mode_' + name):]}", {})[name] = item
+        if self.expected_utility is not None:
+            out["expected_utility"] = _number(self.expected_utility)
+            out.update(self._estimate_items("expected_utility"))
         out.update(self._figure_items())
         out["method"] = self.method
         out.update(self._run_items())
@@ -326,7 +346,6 @@ class TimelineOutcome(SimulatedOutcome):
     """
 
     timeout: float
-    infra_failure: float
     percentiles: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     duration: Mapping[str, float] = field(default_factory=dict)
     wait: Mapping[str, float] = field(default_factory=dict)
@@ -348,7 +367,7 @@ class TimelineOutcome(SimulatedOutcome):
     simpy_events: int = field(default=0, compare=False)
 
     method: ClassVar[str] = "timeline"
-    _KEYS: ClassVar[tuple[str, ...]] = (*TIMELINE_PROPORTIONS, *OUTCOME_KEYS[3:])
+    _KEYS: ClassVar[tuple[str, ...]] = (*TIMELINE_PROPORTIONS, *OUTCOME_KEYS[4:])
     _QUANTITIES: ClassVar[tuple[str, ...]] = (
         *_KEYS, "makespan", "throughput_per_hour", "successes_per_hour")
 

@@ -116,8 +116,8 @@ def test_columns_are_point_axes_then_outcome_keys():
     frame = sweep(PRODUCT)
     assert list(frame.columns) == [
         "point", "verifier.miss", "retries.per_step", "correlation.confusion.enter",
-        "success", "silent_failure", "detected_failure", "expected_attempts", "expected_cost",
-        "cost_per_success",
+        "success", "silent_failure", "detected_failure", "infra_failure", "expected_attempts",
+        "expected_cost", "cost_per_success",
     ]
     assert frame.attrs["sweep"] == {"points": 12, "computed": 12, "skipped": 0, "out": None}
 

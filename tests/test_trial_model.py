@@ -87,6 +87,54 @@ ROWS: dict[str, tuple[dict, dict, tuple[str, ...]]] = {
                                        for k, v in BASE["cost"].items()}), ALL),
 }
 
+# Every section 8 table on (docs/model.md section 8): a mixture, a ladder, votes, failure
+# modes (whose misses replace verifier.miss), faults and a utility.
+V2 = {
+    **{k: v for k, v in BASE.items() if k != "verifier"},
+    "verifier": {"false_reject": 0.1},
+    "classes": [{"weight": 0.7, "p": [0.9, 0.8, 0.85, 0.9]}, {"weight": 0.3, "p": 0.5}],
+    "escalation": {"after": [1], "p": [0.95], "attempt_cost": [3.0]},
+    "sampling": {"n": 3, "wrong_answers": 2},
+    "failure_modes": [{"name": "tool", "share": 0.4, "miss": 0.0, "detect": 1.0},
+                      {"name": "hallucination", "share": 0.6, "miss": 0.5, "detect": 0.4}],
+    "faults": {"attempt": 0.05},
+    "utility": {"silent_failure": -2.0, "detected_failure": -0.5, "infra_failure": -0.1,
+                "cost_weight": 0.01},
+}
+_V2_ENGINES: tuple[str, ...] = ()  # the engines that run section 8 (filled in as they do)
+
+
+def _v2(path: str, value: object) -> dict:
+    return _with(path, value, V2)
+
+
+def _modes(**second: object) -> list:
+    return [V2["failure_modes"][0], {**V2["failure_modes"][1], **second}]
+
+
+ROWS.update({
+    "class_weight": (V2, _v2("classes", [{**V2["classes"][0], "weight": 0.2}, V2["classes"][1]]), ALL),
+    "rung_p": (V2, _v2("classes", [V2["classes"][0], {"weight": 0.3, "p": 0.3}]), ALL),
+    "rung_logit_p": (V2, _v2("escalation.p", [0.6]), _V2_ENGINES),
+    "rung_p_fixed": (V2, _v2("escalation.p", [1.0]), _V2_ENGINES),
+    "rung_after": (V2, _v2("escalation.after", [2]), _V2_ENGINES),
+    "rung_cost": (V2, _v2("escalation.attempt_cost", [9.0]), _V2_ENGINES),
+    "samples": (V2, _v2("sampling.n", 5), _V2_ENGINES),
+    "vote": (V2, _v2("sampling", {"n": 3, "select": "verifier"}), _V2_ENGINES),
+    "wrong_answers": (V2, _v2("sampling.wrong_answers", 1), _V2_ENGINES),
+    "mode_names": (V2, _v2("failure_modes", _modes(name="hallucinated")), _V2_ENGINES),
+    "mode_share": (V2, _v2("failure_modes", [{**V2["failure_modes"][0], "share": 0.8},
+                                             {**V2["failure_modes"][1], "share": 0.2}]), _V2_ENGINES),
+    "mode_miss": (V2, _v2("failure_modes", _modes(miss=0.2)), _V2_ENGINES),
+    "mode_detect": (V2, _v2("failure_modes", _modes(detect=0.9)), _V2_ENGINES),
+    "fault": (V2, _v2("faults.attempt", 0.3), _V2_ENGINES),
+    "utility": ({**BASE, "utility": {"silent_failure": -1.0}}, {**BASE, "utility": {"silent_failure": -3.0}},
+                ("exact",)),
+})
+# Until every engine runs section 8, the rows that need its tables hold the engines that do.
+for _field in ("class_weight", "rung_p"):
+    ROWS[_field] = (*ROWS[_field][:2], _V2_ENGINES)
+
 
 def _run(engine: str, data: dict) -> dict:
     s = Scenario.from_dict(data)
@@ -96,7 +144,8 @@ def _run(engine: str, data: dict) -> dict:
         out = relsim.simulate(s, 4000, seed=11)
     else:
         out = relsim.simulate_timeline(s, 400, seed=11)
-    keys = ("success", "silent_failure", "detected_failure", "expected_attempts", "expected_cost")
+    keys = ("success", "silent_failure", "detected_failure", "infra_failure", "expected_attempts",
+            "expected_cost", "silent_by_mode", "expected_utility")
     return {key: getattr(out, key) for key in keys}
 
 

@@ -45,6 +45,7 @@ from relsim.exact._chain import DEFAULT_TOL, ATTEMPTS, COST, ChainModel, StepEff
 from relsim.exact._work import check_tol, work_estimate
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario, trial_model
+from relsim.scenario.compiled import TrialModel
 
 __all__ = ["DEFAULT_TOL", "evaluate", "work_estimate"]
 
@@ -110,19 +111,35 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
         # not the rounding of a difference of probabilities near 1 (about 1e-16), which would
         # keep targets within 2**-53 of 1 out of the planners' reach.
         silent = 0.0
+    cost = float(values[COST])
+    shares = {"success": success, "silent_failure": silent, "detected_failure": detected}
     return Outcome(
         success=success,
         silent_failure=silent,
         detected_failure=detected,
         expected_attempts=float(values[ATTEMPTS]),
-        expected_cost=float(values[COST]),
+        expected_cost=cost,
+        expected_utility=trial_model(scenario).utility_of(shares, cost),
     )
 
 
 def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
     """The five expectations and the number of task-effect nodes used (no work check)."""
     check_tol(tol)
-    model = ChainModel.from_trial(trial_model(scenario), float(tol))
+    trial = trial_model(scenario)
+    if trial.classes > 1:
+        # A class is drawn once per trial, before anything else: the outcome is the mixture
+        # of the classes' outcomes (expectations are linear in the weights).
+        parts = [_evaluate_model(trial.for_class(c), tol) for c in range(trial.classes)]
+        values = sum(w * v for w, (v, _) in zip(trial.class_weight, parts))
+        return np.asarray(values), sum(used for _, used in parts)
+    return _evaluate_model(trial, tol)
+
+
+def _evaluate_model(trial: TrialModel, tol: float) -> tuple[np.ndarray, int]:
+    """:func:`_evaluate` for a model of one class."""
+    trial.refuse_design_tables("relsim.evaluate")
+    model = ChainModel.from_trial(trial, float(tol))
     grids: dict[tuple, StepEffectGrid] = {}  # shared by every round of task-effect nodes
     if model.trial.task_sd == 0.0:
         values, used = conditional_values(model, np.zeros(1), grids)[:, 0], 1

@@ -198,6 +198,7 @@ def simulate(
     estimate.check("trials", _advice(trials, estimate))
 
     model = trial_model(scenario)
+    model.refuse_design_tables("relsim.simulate")
     prepared = kernel_input(model, force_general=_FORCE_GENERAL)
     kernel = _Kernel(prepared, expected_work(model)[0])
     n_blocks = -(-trials // BLOCK_TRIALS)

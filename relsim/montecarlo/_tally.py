@@ -191,6 +191,7 @@ def simulated_outcome(
         success=values["success"],
         silent_failure=values["silent_failure"],
         detected_failure=values["detected_failure"],
+        infra_failure=values["infra_failure"],
         expected_attempts=values["expected_attempts"],
         expected_cost=values["expected_cost"],
         standard_errors=result.standard_errors,
@@ -209,7 +210,8 @@ def _as_tally(estimates: Estimates, cost_unit: float) -> Tally:
     e = estimates
     return Tally(
         trials=e.trials,
-        counts=dict(zip(OUTCOME_NAMES, e.by_outcome)),
+        # no attempt is lost to faults in these kernels: infra_failure is a count of 0
+        counts={**dict(zip(OUTCOME_NAMES, e.by_outcome)), "infra_failure": 0},
         means={
             "expected_attempts": (e.mean_attempts, e.var_attempts),
             "expected_cost": (e.mean_cost, e.var_cost),

@@ -33,7 +33,8 @@ def outcome_split(results: Mapping[str, Any], *, ax: "Axes | None" = None) -> "A
     """Stacked bars of the outcome split, one bar per named result.
 
     Each bar stacks ``success``, ``silent_failure`` and ``detected_failure`` (and
-    ``timeout`` and ``infra_failure`` when some result has them), so the bar's height is 1.
+    ``timeout`` and ``infra_failure`` when some result has a share of them), so the bar's
+    height is 1.
 
     Parameters
     ----------
@@ -53,7 +54,10 @@ def outcome_split(results: Mapping[str, Any], *, ax: "Axes | None" = None) -> "A
         raise invalid("results", "a non-empty mapping of names to results", results)
     names = [str(name) for name in results]
     table = {name: outcome_values(name, value) for name, value in zip(names, results.values())}
-    keys = [k for k in OUTCOME_COLORS if any(k in row for row in table.values())]
+    always = ("success", "silent_failure", "detected_failure")
+    keys = [k for k in OUTCOME_COLORS
+            if any(k in row for row in table.values())
+            and (k in always or any(row.get(k, 0.0) for row in table.values()))]
     ax = axes_or_new(ax)
     positions = np.arange(len(names))
     bottom = np.zeros(len(names))

@@ -21,12 +21,15 @@ added to a table (``tables.py`` or ``time_tables.py``) and compiled here, and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 import numpy as np
 
+from relsim.scenario.design_tables import UTILITY_OUTCOMES
 from relsim.scenario.tables import Scenario, checkpoint_positions
 from relsim.scenario.time_tables import DEFAULT_TASKS, TARGET_KEYS, ZERO, Backoff, Duration
 
@@ -88,7 +91,7 @@ def _per_step(value: object, steps: int, dtype: type) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class TrialModel:
-    """One trial of docs/model.md section 3, compiled: what every engine reads.
+    r"""One trial of docs/model.md section 3, compiled: what every engine reads.
 
     Build it with :func:`trial_model` (cached per scenario). Arrays are read-only; an engine
     that needs writable copies (numba) copies them.
@@ -124,6 +127,37 @@ class TrialModel:
     cost_unit : float
         The power of two the engines divide costs by while they sum them (1 for costs of
         ordinary size): costs near the float range neither overflow nor underflow.
+
+    The tables of docs/model.md section 8, each the identity when absent (``C`` classes,
+    ``K`` rungs above rung 0, ``M`` failure modes):
+
+    class_weight : ndarray, shape (C,)
+        Each class's probability (normalised); ``[1.0]`` without classes.
+    rung_after : ndarray of int64, shape (K,)
+        Rung ``k + 1`` serves attempts ``j >= rung_after[k]`` (0-based) of an execution.
+    rung_p, rung_logit_p, rung_p_fixed : ndarray, shape (C, K + 1, steps)
+        Class ``c``'s success on each rung (rung 0: the class's ``p``, or the scenario's), its
+        logit (0 where fixed) and whether it is exactly 0 or 1. ``p``, ``logit_p`` and
+        ``p_fixed`` are class 0's rung 0.
+    rung_cost : ndarray, shape (K + 1, steps)
+        Cost of one sample on each rung (rung 0: ``attempt_cost``).
+    samples : int
+        Samples per attempt (1 without ``[sampling]``).
+    vote : bool
+        The samples are voted on (``select = "vote"``); else the verifier checks them in order.
+    wrong_answers : int
+        Distinct wrong answers a wrong sample picks among; 0 when every wrong sample differs.
+    mode_names : tuple of str
+        The failure modes (empty without them).
+    mode_share, mode_miss, mode_detect : ndarray, shape (M,)
+        Each mode's share of wrong results, P(accept | wrong of this mode) (1 without a
+        verifier) and its checkpoint ``detect``. With modes, ``miss`` is the mixture
+        :math:`\sum_m \text{share}_m \text{miss}_m` (what a wrong answer meets).
+    fault : float
+        P(an attempt is lost to the environment).
+    utility : ndarray of shape (6,) or None
+        The values of success, silent, detected and infra failure and timeout, then
+        ``cost_weight``; None without ``[utility]``.
     """
 
     steps: int
@@ -151,15 +185,35 @@ class TrialModel:
     task_sd: float
     step_sd: float
     cost_unit: float
+    class_weight: np.ndarray
+    rung_after: np.ndarray
+    rung_p: np.ndarray
+    rung_logit_p: np.ndarray
+    rung_p_fixed: np.ndarray
+    rung_cost: np.ndarray
+    samples: int
+    vote: bool
+    wrong_answers: int
+    mode_names: tuple[str, ...]
+    mode_share: np.ndarray
+    mode_miss: np.ndarray
+    mode_detect: np.ndarray
+    fault: float
+    utility: np.ndarray | None
 
     @classmethod
     def from_scenario(cls, s: Scenario) -> "TrialModel":
         """Compile ``s`` (uncached; :func:`trial_model` caches it)."""
         n = s.steps
-        p = _per_step(s.p, n, np.float64)
-        fixed = (p == 0.0) | (p == 1.0)
-        inner = np.where(fixed, 0.5, p)
         v, r, c, conf = s.verifier, s.retries, s.checkpoints, s.correlation.confusion
+        design = _design(s)
+        rung_p = design["rung_p"]
+        p = _frozen(rung_p[0, 0].copy())
+        fixed = design["rung_p_fixed"][0, 0]
+        modes = design["mode_share"].size
+        miss: object = 1.0 if v is None else v.miss
+        if modes and v is not None:  # a wrong answer meets the mixture of the modes' misses
+            miss = float(design["mode_share"] @ design["mode_miss"])
         per_step = 0 if r is None else (r.total if r.per_step is None else r.per_step)
         positions = checkpoint_positions(c, n)
         is_checkpoint = np.zeros(n + 1, dtype=np.bool_)
@@ -169,10 +223,10 @@ class TrialModel:
         return cls(
             steps=n,
             p=p,
-            logit_p=_frozen(np.log(inner) - np.log1p(-inner)),
-            p_fixed=_frozen(fixed),
+            logit_p=_frozen(design["rung_logit_p"][0, 0].copy()),
+            p_fixed=_frozen(fixed.copy()),
             has_verifier=v is not None,
-            miss=_per_step(1.0 if v is None else v.miss, n, np.float64),
+            miss=_per_step(miss, n, np.float64),
             false_reject=_per_step(0.0 if v is None else v.false_reject, n, np.float64),
             per_step=_per_step(per_step, n, np.int64),
             total=NO_CAP if r is None or r.total is None else int(r.total),
@@ -191,10 +245,69 @@ class TrialModel:
             factor=1.0 if conf is None else conf.factor,
             task_sd=s.correlation.task_sd,
             step_sd=s.correlation.step_sd,
-            cost_unit=_cost_unit(float(attempt_cost.max()), cost.verify, cost.checkpoint, cost.rollback),
+            cost_unit=_cost_unit(
+                float(design["rung_cost"].max()) * design["samples"],
+                cost.verify * design["samples"], cost.checkpoint, cost.rollback,
+            ),
+            **design,
         )
 
     # ------------------------------------------------------------------ derived, one place each
+    @property
+    def classes(self) -> int:
+        return int(self.class_weight.size)
+
+    @property
+    def rungs(self) -> int:
+        """Rungs above rung 0 (0 without a ladder)."""
+        return int(self.rung_after.size)
+
+    @property
+    def modes(self) -> int:
+        return len(self.mode_names)
+
+    @property
+    def has_design_tables(self) -> bool:
+        """Anything of docs/model.md section 8 that changes how a trial runs (``utility``
+        only values the outcomes, so it does not count)."""
+        return (
+            self.classes > 1 or self.rungs > 0 or self.samples > 1 or self.modes > 0 or self.fault > 0.0
+        )
+
+    def refuse_design_tables(self, engine: str) -> None:
+        """Raise for an engine that does not run section 8's tables yet (never silently
+        ignore one)."""
+        if self.has_design_tables:
+            from relsim.errors import ScenarioError
+
+            raise ScenarioError(f"scenario: {engine} does not run the tables of model v2 yet")
+
+    def for_class(self, c: int) -> "TrialModel":
+        """The model of a trial that drew class ``c``: one class, its p on every rung."""
+        keep = slice(c, c + 1)
+        return dataclasses.replace(
+            self,
+            p=_frozen(self.rung_p[c, 0].copy()),
+            logit_p=_frozen(self.rung_logit_p[c, 0].copy()),
+            p_fixed=_frozen(self.rung_p_fixed[c, 0].copy()),
+            class_weight=_frozen(np.ones(1)),
+            rung_p=_frozen(self.rung_p[keep].copy()),
+            rung_logit_p=_frozen(self.rung_logit_p[keep].copy()),
+            rung_p_fixed=_frozen(self.rung_p_fixed[keep].copy()),
+        )
+
+    def utility_of(self, shares: "Mapping[str, float]", expected_cost: float) -> float | None:
+        r"""The expected utility of outcome ``shares`` (keys of ``UTILITY_OUTCOMES``; a missing
+        one is 0) at ``expected_cost``:
+        :math:`\sum_o \text{share}_o v_o - \text{cost\_weight} \cdot \text{expected\_cost}`;
+        None without ``[utility]``."""
+        if self.utility is None:
+            return None
+        values = self.utility
+        total = math.fsum(float(shares.get(key, 0.0)) * float(values[k]) for k, key in enumerate(UTILITY_OUTCOMES))
+        weight = float(values[-1])
+        return total - weight * expected_cost if weight else total
+
     @property
     def has_random_effects(self) -> bool:
         return self.task_sd > 0.0 or self.step_sd > 0.0
@@ -359,6 +472,61 @@ class TimeModel:
         """The keys that make a trial end otherwise than section 3 says (a deadline, crashes)."""
         keys = ("timing.deadline",) if self.deadline is not None else ()
         return keys + (("infra.crash_per_hour",) if self.crash_per_hour > 0 else ())
+
+
+def _logits(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The logit of ``p`` (0 where ``p`` is exactly 0 or 1) and where it is fixed."""
+    fixed = (p == 0.0) | (p == 1.0)
+    inner = np.where(fixed, 0.5, p)
+    return _frozen(np.log(inner) - np.log1p(-inner)), _frozen(fixed)
+
+
+def _design(s: Scenario) -> dict[str, object]:
+    """Section 8's fields of :class:`TrialModel`, each the identity when its table is absent."""
+    n = s.steps
+    e, g, v = s.escalation, s.sampling, s.verifier
+    classes = s.classes or ()
+    k = 0 if e is None else e.rungs
+    if classes:
+        weights = np.array([c.weight for c in classes], dtype=np.float64)
+        weights /= weights.sum()
+    else:
+        weights = np.ones(1)
+    base = [c.p for c in classes] if classes else [s.p]
+    rung_p = np.empty((len(base), k + 1, n))
+    for ci, p0 in enumerate(base):
+        rung_p[ci, 0] = p0
+        for rung in range(k):
+            own = classes[ci].escalation_p if classes else None
+            rung_p[ci, rung + 1] = (own if own is not None else e.p)[rung]  # type: ignore[union-attr]
+    logit, fixed = _logits(rung_p)
+    attempt = _per_step(s.cost.attempt, n, np.float64)
+    rung_cost = np.empty((k + 1, n))
+    rung_cost[0] = attempt
+    for rung in range(k):
+        rung_cost[rung + 1] = attempt if e.attempt_cost is None else e.attempt_cost[rung]  # type: ignore[union-attr]
+    modes = s.failure_modes or ()
+    detect = 1.0 if s.checkpoints is None else s.checkpoints.detect
+    return {
+        "class_weight": _frozen(weights),
+        "rung_after": _frozen(np.array(() if e is None else e.after, dtype=np.int64)),
+        "rung_p": _frozen(rung_p),
+        "rung_logit_p": logit,
+        "rung_p_fixed": fixed,
+        "rung_cost": _frozen(rung_cost),
+        "samples": 1 if g is None else g.n,
+        "vote": g is None or g.select == "vote",
+        "wrong_answers": 1 if g is None else g.answers,
+        "mode_names": tuple(m.name for m in modes),
+        "mode_share": _frozen(np.array([m.share for m in modes], dtype=np.float64)),
+        "mode_miss": _frozen(np.array(
+            [1.0 if v is None else (m.miss or 0.0) for m in modes], dtype=np.float64)),
+        "mode_detect": _frozen(np.array(
+            [detect if m.detect is None else m.detect for m in modes], dtype=np.float64)),
+        "fault": 0.0 if s.faults is None else s.faults.attempt,
+        "utility": None if s.utility is None else _frozen(
+            np.array([*s.utility.values, s.utility.cost_weight], dtype=np.float64)),
+    }
 
 
 def _targets(s: Scenario) -> tuple[tuple[str, float], ...]:

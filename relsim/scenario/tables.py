@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,6 +24,16 @@ from typing import Any, Mapping
 
 from relsim.errors import ScenarioError, show
 from relsim import checks
+from relsim.scenario.design_tables import (
+    MAX_CLASSES,
+    MAX_MODES,
+    Escalation,
+    FailureMode,
+    Faults,
+    Sampling,
+    TaskClass,
+    Utility,
+)
 from relsim.scenario.files import read_toml
 from relsim.scenario.time_tables import (
     MAX_SECONDS,
@@ -200,9 +211,19 @@ TABLES: dict[str, type] = {
     "cost": Cost,
     **TIME_TABLES,
 }
+#: the tables of docs/model.md section 8 given once: name -> dataclass
+DESIGN_TABLES: dict[str, type] = {
+    "escalation": Escalation,
+    "sampling": Sampling,
+    "faults": Faults,
+    "utility": Utility,
+}
+TABLES.update(DESIGN_TABLES)
+#: arrays of tables (``[[classes]]``): name -> the dataclass of one entry
+ARRAY_TABLES: dict[str, type] = {"classes": TaskClass, "failure_modes": FailureMode}
 #: tables held inside a table: (table, key) -> dataclass
 _NESTED: dict[tuple[str, str], type] = {("correlation", "confusion"): Confusion, ("timing", "backoff"): Backoff}
-_TOP_KEYS = ("name", "steps", "p", "target", *TABLES)
+_TOP_KEYS = ("name", "steps", "p", "target", *TABLES, *ARRAY_TABLES)
 
 
 # ------------------------------------------------------------------------------ the scenario
@@ -219,7 +240,7 @@ class Scenario:
     """
 
     steps: int
-    p: PerStepFloat
+    p: PerStepFloat | None  # None only with classes, whose p replaces it
     name: str = ""
     target: float | None = None
     verifier: Verifier | None = None
@@ -234,6 +255,13 @@ class Scenario:
     infra: Infra | None = None
     # What the design must meet in time (docs/model.md section 7).
     targets: Targets | None = None
+    # The designs of docs/model.md section 8 (each the identity when absent).
+    classes: tuple[TaskClass, ...] = ()
+    escalation: Escalation | None = None
+    sampling: Sampling | None = None
+    failure_modes: tuple[FailureMode, ...] = ()
+    faults: Faults | None = None
+    utility: Utility | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -266,7 +294,8 @@ class Scenario:
         if self.name:
             out["name"] = self.name
         out["steps"] = self.steps
-        out["p"] = _plain(self.p)
+        if self.p is not None:
+            out["p"] = _plain(self.p)
         if self.target is not None:
             out["target"] = self.target
         for name in TABLES:
@@ -276,7 +305,17 @@ class Scenario:
             table = _table_dict(value)
             if table or name not in ("correlation", "cost"):
                 out[name] = table
+        for name in ARRAY_TABLES:
+            if getattr(self, name):
+                out[name] = [_table_dict(entry) for entry in getattr(self, name)]
         return out
+
+    @property
+    def has_design_tables(self) -> bool:
+        """Whether any table of docs/model.md section 8 is set."""
+        return bool(self.classes or self.failure_modes) or any(
+            getattr(self, name) is not None for name in DESIGN_TABLES
+        )
 
 
 def as_scenario(value: Any) -> Scenario:
@@ -309,6 +348,9 @@ def key_homes() -> Mapping[str, str]:
     (read-only; built once: every table of every scenario read consults it)."""
     homes = {key: key for key in _TOP_KEYS}
     for table, cls in TABLES.items():
+        for f in fields(cls):
+            homes.setdefault(f.name, f"{table}.{f.name}")
+    for table, cls in ARRAY_TABLES.items():
         for f in fields(cls):
             homes.setdefault(f.name, f"{table}.{f.name}")
     for (table, key), cls in _NESTED.items():
@@ -350,13 +392,25 @@ def _from_mapping(data: Any) -> Scenario:
     if not isinstance(data, Mapping):
         raise ScenarioError(f"a scenario must be a table of keys, got {show(data)}")
     checks.check_keys(data, _TOP_KEYS, "", key_homes(), ScenarioError)
-    for required in ("steps", "p"):
-        if required not in data:
-            raise ScenarioError(f"{required}: required key is missing")
-    kwargs: dict[str, Any] = {k: data[k] for k in ("name", "steps", "p", "target") if k in data}
+    if "steps" not in data:
+        raise ScenarioError("steps: required key is missing")
+    if "p" not in data and "classes" not in data:
+        raise ScenarioError("p: required key is missing (or give [[classes]], each with its p)")
+    kwargs: dict[str, Any] = {k: data[k] for k in ("name", "steps", "target") if k in data}
+    kwargs["p"] = data.get("p")
     for name, cls in TABLES.items():
         if name in data:
             kwargs[name] = _build(cls, data[name], name)
+    for name, cls in ARRAY_TABLES.items():
+        if name in data:
+            entries = data[name]
+            if not isinstance(entries, (list, tuple)) or not entries:
+                raise ScenarioError(f"{name}: must be a non-empty array of tables ([[{name}]]), got {show(entries)}")
+            kwargs[name] = tuple(_build(cls, entry, name) for entry in entries)
+    if "failure_modes" in data and isinstance(data.get("verifier"), Mapping) and "miss" in data["verifier"]:
+        raise ScenarioError(
+            "verifier.miss: must be left out with [[failure_modes]]: each mode has its own miss"
+        )
     if "retries" in kwargs and "verifier" not in kwargs:
         raise ScenarioError(
             "retries: needs a [verifier]: without one no attempt is rejected, so retries never run"
@@ -371,15 +425,27 @@ def _validate(s: Scenario) -> None:
         raise ScenarioError(f"name: must be text, got {show(s.name)}")
     n = checks.integer(s.steps, "steps", 1, MAX_STEPS, error=_E)
     _set(s, "steps", n)
-    _set(s, "p", _probabilities(s.p, "p", n))
+    if s.p is None:
+        if not s.classes:
+            raise ScenarioError("p: required key is missing (or give [[classes]], each with its p)")
+    else:
+        _set(s, "p", _probabilities(s.p, "p", n))
     if s.target is not None:
         _set(s, "target", checks.in_range(s.target, "target", 0.0, 1.0, low_open=True, error=_E))
     for name, cls in TABLES.items():
         value = getattr(s, name)
         if value is not None and not isinstance(value, cls):
             raise ScenarioError(f"{name}: must be a {cls.__name__}, got {show(value)}")
+    for name, cls in ARRAY_TABLES.items():
+        entries = getattr(s, name)
+        if isinstance(entries, list):
+            entries = tuple(entries)
+            _set(s, name, entries)
+        if not isinstance(entries, tuple) or not all(isinstance(e, cls) for e in entries):
+            raise ScenarioError(f"{name}: must be a tuple of {cls.__name__}, got {show(entries)}")
     _check_lengths(s, n)
     _check_section3_links(s, n)
+    _check_design_links(s, n)
     _check_time_links(s)
 
 
@@ -428,6 +494,74 @@ def _check_section3_links(s: Scenario, n: int) -> None:
             "cost.rollback: is charged per rollback, but checkpoints.rollbacks = 0 allows none; "
             "set checkpoints.rollbacks >= 1 or drop cost.rollback"
         )
+
+
+def _check_design_links(s: Scenario, n: int) -> None:
+    """Section 8's tables against the rest: per-step lengths, ladders the budget reaches,
+    modes that sum to 1 and meet the verifier they need."""
+    def length(value: Any, key: str) -> None:
+        checks.per_step(value, key, lambda v, k: v, n, _E)
+
+    e = s.escalation
+    if len(s.classes) > MAX_CLASSES:
+        raise ScenarioError(f"classes: must have at most {MAX_CLASSES} classes, got {len(s.classes)}")
+    for c in s.classes:
+        length(c.p, "classes.p")
+        if c.escalation_p is not None:
+            if e is None:
+                raise ScenarioError("classes.escalation_p: is the p of a ladder's rungs, but there is no [escalation]")
+            if len(c.escalation_p) != e.rungs:
+                raise ScenarioError(
+                    f"classes.escalation_p: must have one entry per rung ({e.rungs}, as escalation.after), "
+                    f"got {len(c.escalation_p)}"
+                )
+            for k, value in enumerate(c.escalation_p):
+                length(value, f"classes.escalation_p[{k}]")
+    if e is not None:
+        if s.retries is None:
+            raise ScenarioError("escalation: a ladder serves retries, but there is no [retries]")
+        for k, value in enumerate(e.p):
+            length(value, f"escalation.p[{k}]")
+        for k, value in enumerate(e.attempt_cost or ()):
+            length(value, f"escalation.attempt_cost[{k}]")
+        per_step = s.retries.per_step if s.retries.per_step is not None else s.retries.total
+        most = max(per_step) if isinstance(per_step, tuple) else per_step
+        if s.retries.total is not None:
+            most = min(most, s.retries.total)
+        if e.after[-1] > most:
+            raise ScenarioError(
+                f"escalation.after: rung {e.rungs} serves from attempt {e.after[-1] + 1} of an "
+                f"execution, which no budget reaches (retries.per_step allows {most + 1} attempts); "
+                f"must be <= {most}, got {e.after[-1]}"
+            )
+    g = s.sampling
+    if g is not None and g.select == "verifier" and s.verifier is None:
+        raise ScenarioError("sampling.select: \"verifier\" needs a [verifier] to check the samples")
+    modes = s.failure_modes
+    if modes:
+        if len(modes) > MAX_MODES:
+            raise ScenarioError(f"failure_modes: must have at most {MAX_MODES} modes, got {len(modes)}")
+        names = [m.name for m in modes]
+        repeated = sorted({x for x in names if names.count(x) > 1})
+        if repeated:
+            raise ScenarioError(f"failure_modes.name: must be unique, got {repeated[0]!r} twice")
+        total = math.fsum(m.share for m in modes)
+        if abs(total - 1.0) > 1e-9:
+            raise ScenarioError(f"failure_modes.share: must sum to 1 over the modes, got {total:.12g}")
+        if s.verifier is not None and s.verifier.miss != 0.0:
+            raise ScenarioError(
+                "verifier.miss: must be left out with [[failure_modes]]: each mode has its own miss"
+            )
+        for m in modes:
+            if m.miss is not None and s.verifier is None:
+                raise ScenarioError(
+                    f"failure_modes.miss: mode {m.name!r} sets a miss, but there is no [verifier] "
+                    "(without one every answer is accepted)"
+                )
+            if m.detect is not None and s.checkpoints is None:
+                raise ScenarioError(
+                    f"failure_modes.detect: mode {m.name!r} sets a detect, but there is no [checkpoints]"
+                )
 
 
 def _check_time_links(s: Scenario) -> None:

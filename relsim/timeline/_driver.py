@@ -173,6 +173,7 @@ def simulate_timeline(
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
     _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
                 record)
+    trial_model(scenario).refuse_design_tables("relsim.simulate_timeline")
     model = Model(trial_model(scenario), time)
     events: list[tuple] = []
     with InterruptFlag() as flag:
