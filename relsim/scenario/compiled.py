@@ -25,7 +25,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -481,7 +481,7 @@ def _logits(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _frozen(np.log(inner) - np.log1p(-inner)), _frozen(fixed)
 
 
-def _design(s: Scenario) -> dict[str, object]:
+def _design(s: Scenario) -> dict[str, Any]:
     """Section 8's fields of :class:`TrialModel`, each the identity when its table is absent."""
     n = s.steps
     e, g, v = s.escalation, s.sampling, s.verifier

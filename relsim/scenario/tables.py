@@ -525,7 +525,7 @@ def _check_design_links(s: Scenario, n: int) -> None:
         for k, value in enumerate(e.attempt_cost or ()):
             length(value, f"escalation.attempt_cost[{k}]")
         per_step = s.retries.per_step if s.retries.per_step is not None else s.retries.total
-        most = max(per_step) if isinstance(per_step, tuple) else per_step
+        most: int = max(per_step) if isinstance(per_step, tuple) else int(per_step or 0)
         if s.retries.total is not None:
             most = min(most, s.retries.total)
         if e.after[-1] > most:
