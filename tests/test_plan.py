@@ -558,7 +558,7 @@ def test_allocation_with_checkpoints_equals_brute_force():
                      "rollbacks": 2},
         cost={"attempt": [1.0, 3.0, 1.0], "checkpoint": 0.3, "rollback": 0.5},
     )
-    top = plan_limits._budget_floor(s)
+    top = plan_limits.budget_floor(s)
     for objective in ("cost_per_success", "expected_cost"):
         value, _ = engine_brute_force(s, 0.7, top, objective)
         plan = planner.allocation(s, 0.7, objective=objective)

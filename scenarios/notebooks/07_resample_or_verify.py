@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 import relsim
+import relsim.plot
 from relsim.scenario import Retries, Verifier
 from relsim.scenario.design_tables import Utility
 
@@ -95,6 +96,17 @@ for miss in (0.25, 0.10, 0.05):
                      "best utility": round(max(us), 6)})
 table = pd.DataFrame(rows)
 table
+
+# %%
+# Figure: how trials end at V = -1, at the best budget of each verifier: the better verifier
+# turns the hard tasks' slipped-through answers into detected failures.
+designs = {}
+for miss in (0.25, 0.10):
+    r = int(table.query("miss == @miss and V == -1.0")["best retries"].iloc[0])
+    designs[f"miss {miss:g}, {r} retries"] = relsim.evaluate(dataclasses.replace(
+        design, verifier=Verifier(miss=miss), retries=Retries(per_step=r)))
+ax = relsim.plot.outcome_split(designs)
+plt.show()
 
 # %% [markdown]
 # The planner answers the same question for any scenario with a `[utility]` table:
