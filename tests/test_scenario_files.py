@@ -243,6 +243,14 @@ CLAIMS = {
         (_edit(retries__total=10), "success", "99.96%"),
         (_edit(retries__per_step=2), "success", "97.3%"),
     ],
+    # the planner's answers (1, 2, 0 retries) are pinned by tests/test_plan_v2.py
+    "stroebl.toml": [
+        (SAME, "expected_utility", "0.451593"),
+        (_edit(retries__per_step=0), "expected_utility", "0.449000"),
+        (_edit(retries__per_step=1), "expected_utility", "0.472381"),
+        (_edit(retries__per_step=2, utility__silent_failure=-0.7), "expected_utility", "0.524567"),
+        (_edit(retries__per_step=0, utility__silent_failure=-2.0), "expected_utility", "0.338800"),
+    ],
     "verifier_ceiling.toml": [
         (SAME, "success", "75.86%"),
         (_edit(retries__per_step=3), "success", "75.74%"),
@@ -306,6 +314,7 @@ OUTSIDE = {
     "lesson_25_steps.toml": {"99%", "95%"},
     "production_agent.toml": {"5%", "3%", "$0.03", "$0.10", "$0.01", "$0.05"},
     "shared_budget.toml": set(),
+    "stroebl.toml": set(),
     "support_reviewers.toml": {"85%", "90%", "100%", "57%", "43%", "80%", "2%", "95%"},
     "verifier_ceiling.toml": {"10%", "75.9%", "95%"},
 }

@@ -210,7 +210,7 @@ def _allocation_utility(scenario: Scenario, target: float | None) -> Plan:
 
     def outcome(budgets: tuple[int, ...]) -> Outcome:
         if budgets not in evaluations:
-            evaluations[budgets] = evaluate_design(with_per_step(scenario, budgets))
+            evaluations[budgets] = objectives.search_outcome(with_per_step(scenario, budgets))
         return evaluations[budgets]
 
     def uniform_at(budget: int) -> Outcome:

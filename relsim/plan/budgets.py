@@ -146,7 +146,7 @@ def _budget_utility(
 
     def outcome_at(budget: int) -> Outcome:
         if budget not in outcomes:
-            outcomes[budget] = evaluate_design(apply(scenario, budget))
+            outcomes[budget] = objectives.search_outcome(apply(scenario, budget))
         return outcomes[budget]
 
     high = objectives.convergence_budget(outcome_at, floor, limit)

@@ -100,6 +100,48 @@ def utility_target(scenario: Scenario, target: Any, for_: str, evaluations: int 
     return None if target is None else checked_target(target)
 
 
+def is_mixture_chain(scenario: Scenario) -> bool:
+    """A chain of independent verified steps for each class of a mixture (or one class): no
+    checkpoints, task-wide budget, correlation, ladder, samples, failure modes or faults."""
+    from relsim.scenario import trial_model
+
+    model = trial_model(scenario)
+    return not (
+        model.has_checkpoints or model.has_total or model.has_random_effects
+        or model.has_confusion or model.rungs or model.samples > 1 or model.modes
+        or model.fault > 0.0
+    )
+
+
+def search_outcome(scenario: Scenario) -> Outcome:
+    r"""The outcome a search judges a candidate by: for a mixture of chains
+    (:func:`is_mixture_chain`) the closed form of each class's chain
+    (:func:`relsim.formulas.verified_chain`, and the cost
+    :math:`\sum_i c_i S_i \prod_{j<i} D_j`) weighted by the classes; else the exact engine.
+    The two agree to rounding; a plan's own numbers always come from the engine."""
+    from relsim import formulas
+    from relsim.scenario import trial_model
+
+    if not is_mixture_chain(scenario):
+        return _common.evaluate_design(scenario)
+    model = trial_model(scenario)
+    shares = np.zeros(3)
+    attempts = cost = 0.0
+    unit = model.cost_per_attempt
+    for weight, p in zip(model.class_weight, model.rung_p[:, 0]):
+        chain = formulas.verified_chain(p, model.per_step, model.miss, model.false_reject)
+        step = formulas.verified_step(p, model.per_step, model.miss, model.false_reject)
+        tries = np.asarray(step.expected_attempts, dtype=float)
+        passed = 1.0 - np.asarray(step.exhausted, dtype=float)
+        reach = np.concatenate(([1.0], np.cumprod(passed)[:-1]))
+        shares += weight * np.array([chain.success, chain.silent_failure, chain.detected_failure])
+        attempts += weight * float(chain.expected_attempts)
+        cost += weight * float(np.sum(reach * tries * unit))
+    named = dict(zip(("success", "silent_failure", "detected_failure"), (float(x) for x in shares)))
+    return Outcome(**named, expected_attempts=attempts, expected_cost=cost,
+                   expected_utility=model.utility_of(named, cost))
+
+
 def utility(outcome: Outcome) -> float:
     """The outcome's expected utility (the scenario has a ``[utility]`` table)."""
     assert outcome.expected_utility is not None  # utility_target checked the table

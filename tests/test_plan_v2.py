@@ -1,0 +1,230 @@
+"""The planner on docs/model.md section 8: ``objective="utility"``, ``--for samples``,
+``--for escalation``, the refusals, and the levers of the new tables.
+
+Numbers come from outside the planner: MODEL.md section 8's reference checks (Stroebl et al.
+2024; the vote mixture of Chen et al. 2024), binomial sums and verified-step closed forms
+written out here, and brute force over every design.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import math
+from pathlib import Path
+
+import pytest
+
+import relsim
+from relsim import plan as planner
+from relsim.cli import main
+from relsim.cli._args import EXIT_OK, EXIT_USAGE
+from relsim.plan.sensitivity import apply, levers
+
+ROOT = Path(__file__).resolve().parents[1]
+STROEBL_FILE = ROOT / "scenarios" / "stroebl.toml"
+
+
+def stroebl(silent_value: float, **extra) -> relsim.Scenario:
+    """MODEL.md section 8: two classes, one step, miss 0.25, false_reject 0, a silent failure
+    worth ``silent_value``."""
+    data = {
+        "steps": 1,
+        "classes": [{"weight": 0.58, "p": 0.87}, {"weight": 0.42, "p": 0.13}],
+        "verifier": {"miss": 0.25, "false_reject": 0.0},
+        "utility": {"success": 1.0, "silent_failure": silent_value, "detected_failure": 0.0},
+        **extra,
+    }
+    return relsim.Scenario.from_dict(data)
+
+
+def stroebl_utility(silent_value: float, retries: int) -> float:
+    """The mixture of verified steps, by hand: a class with ``p`` accepts a right answer with
+    ``a = p``, a wrong one with ``w = (1-p)/4``, and retries ``r`` times: each is multiplied
+    by ``S_r = sum_j q^j``, ``q = 3(1-p)/4``."""
+    total = 0.0
+    for weight, p in ((0.58, 0.87), (0.42, 0.13)):
+        q = 0.75 * (1 - p)
+        s_r = sum(q**j for j in range(retries + 1))
+        total += weight * (p * s_r + silent_value * 0.25 * (1 - p) * s_r)
+    return total
+
+
+# ------------------------------------------------------------------ Stroebl et al. (2024)
+@pytest.mark.parametrize("silent_value, best, value", [
+    (-0.7, 2, 0.524567), (-1.0, 1, 0.472381), (-2.0, 0, 0.338800)])
+def test_stroebl_best_retries_and_utilities(silent_value, best, value):
+    plan = planner.retries(stroebl(silent_value), objective="utility")
+    assert plan.value == best and round(plan.expected_utility, 6) == value
+    # the hand-written mixture agrees, and no budget up to 60 beats the plan's
+    by_hand = [stroebl_utility(silent_value, r) for r in range(61)]
+    assert round(by_hand[best], 6) == value and max(by_hand) == pytest.approx(by_hand[best], abs=1e-12)
+    assert plan.feasible and plan.details["objective"] == "utility"
+    assert plan.details["meets_target"] is None and plan.target is None
+    assert "not the criterion" in plan.details["criterion"]
+    # MODEL.md: at per_step = 0 and V = -1 the utility is 0.449000
+    assert round(stroebl_utility(-1.0, 0), 6) == 0.449
+
+
+def test_stroebl_through_solve_and_the_cli(capsys):
+    plan = planner.solve(stroebl(-1.0), "retries", objective="utility")
+    assert plan.value == 1
+    assert main(["solve", str(STROEBL_FILE), "--for", "retries", "--objective", "utility",
+                 "--json"]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert out["value"] == 1 and round(out["expected_utility"], 6) == 0.472381
+    assert out["target"] is None and out["details"]["meets_target"] is None
+    # the file's own design resamples 3 times: worse
+    assert round(relsim.evaluate(relsim.Scenario.from_toml(STROEBL_FILE)).expected_utility, 6) == 0.451593
+    assert main(["solve", str(STROEBL_FILE), "--for", "retries", "--objective", "utility"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "expected utility (the target is not the criterion)" in text
+    assert "expected utility               0.472381" in text
+
+
+def test_a_utility_plan_says_whether_it_meets_a_given_target(capsys):
+    met = planner.retries(stroebl(-1.0), 0.6, objective="utility")
+    missed = planner.retries(stroebl(-1.0), 0.7, objective="utility")
+    # the target is not the criterion: the same design either way, judged against each
+    assert met.value == missed.value == 1 and round(met.success, 6) == 0.644025
+    assert met.details["meets_target"] is True and missed.details["meets_target"] is False
+    assert met.feasible and missed.feasible
+    code = main(["solve", str(STROEBL_FILE), "--for", "retries", "--objective", "utility",
+                 "--target", "0.7"])
+    assert code == EXIT_OK and "meets the target               no (target 0.7)" in capsys.readouterr().out
+
+
+def test_equal_utilities_take_the_least_budget():
+    # u(r) = 1 - 0.5^(r+1) rises to 1; budgets within 1e-12 of the best are equal, and the
+    # least of them is r = 39 (0.5^40 = 9.1e-13 <= 1e-12 < 0.5^39)
+    s = relsim.Scenario.from_dict({"steps": 1, "p": 0.5, "verifier": {}, "utility": {}})
+    plan = planner.retries(s, objective="utility")
+    assert plan.value == 39
+    assert 0.5**40 <= 1e-12 < 0.5**39
+
+
+def _chain_utility(p, miss, budgets, silent_value, cost_weight):
+    """A chain of verified steps by hand (docs/model.md section 2), attempt cost 1."""
+    success, reach, cost = 1.0, 1.0, 0.0
+    for prob, m, r in zip(p, miss, budgets):
+        a, q = prob, (1 - prob) * (1 - m)
+        s_r = sum(q**j for j in range(r + 1))
+        cost += reach * s_r
+        success *= a * s_r
+        reach *= 1 - q ** (r + 1)
+    silent = reach - success
+    return success + silent_value * silent - cost_weight * cost
+
+
+# Two classes over two steps: with one class every retry pays or none does (the same bet each
+# time), so the best budgets are 0 or unlimited; a mixture makes the optimum interior.
+CLASSES = [(0.5, [0.6, 0.9]), (0.5, [0.4, 0.3])]
+MISS = [0.4, 0.5]
+MIXTURE = {"steps": 2, "classes": [{"weight": w, "p": p} for w, p in CLASSES],
+           "verifier": {"miss": MISS}, "utility": {"silent_failure": -0.5, "cost_weight": 0.05}}
+
+
+def _brute_force_allocation():
+    values = {b: sum(w * _chain_utility(p, MISS, b, -0.5, 0.05) for w, p in CLASSES)
+              for b in itertools.product(range(40), repeat=2)}
+    top = max(values.values())
+    best = min((b for b, v in values.items() if v >= top - 1e-12), key=lambda b: (sum(b), b))
+    return best, top, values
+
+
+def test_allocation_for_utility_is_the_brute_force_optimum():
+    s = relsim.Scenario.from_dict(MIXTURE)
+    plan = planner.allocation(s, objective="utility")
+    best, top, values = _brute_force_allocation()
+    assert best == (2, 0)
+    assert plan.details["optimal"] is True and "every allocation" in plan.details["method"]
+    assert plan.value == best and plan.expected_utility == pytest.approx(top, abs=1e-12)
+    # a negative control: the best uniform budget (1) is worse by more than 0.004
+    uniform = planner.retries(s, objective="utility")
+    assert uniform.value == 1 and uniform.expected_utility == pytest.approx(values[(1, 1)], abs=1e-12)
+    assert uniform.expected_utility < plan.expected_utility - 0.004
+
+
+def test_allocation_for_utility_by_coordinate_ascent(monkeypatch):
+    from relsim.plan import allocate
+
+    monkeypatch.setattr(allocate, "MAX_ALLOCATIONS", 0)  # too many to judge every one
+    plan = planner.allocation(relsim.Scenario.from_dict(MIXTURE), objective="utility")
+    best, top, _ = _brute_force_allocation()
+    assert plan.details["optimal"] is False and "coordinate ascent" in plan.details["method"]
+    assert plan.value == best and plan.expected_utility == pytest.approx(top, abs=1e-12)
+
+
+def test_checkpoints_for_utility_is_the_best_spacing():
+    s = relsim.Scenario.from_dict({
+        "steps": 6, "p": 0.9, "checkpoints": {"every": 1, "final": True, "rollbacks": 2,
+                                              "detect": 0.9},
+        "cost": {"checkpoint": 0.3}, "utility": {"silent_failure": -3.0, "cost_weight": 0.05}})
+    plan = planner.checkpoints(s, objective="utility")
+    utilities = {k: relsim.evaluate(apply(s, {"checkpoints.every": k})).expected_utility
+                 for k in range(1, 7)}
+    top = max(utilities.values())
+    assert plan.value == max(k for k, u in utilities.items() if u >= top - 1e-12)
+
+
+# ------------------------------------------------------------------------------ refusals
+def _write(tmp_path, text, name="design.toml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _refused(capsys, argv, *words):
+    assert main(argv) == EXIT_USAGE
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert captured.out == "" and "\n" not in err and err.startswith("relsim: error: ")
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.mark.parametrize("for_", ["verifier", "p"])
+def test_requirements_refuse_an_objective(for_, capsys):
+    _refused(capsys, ["solve", str(STROEBL_FILE), "--for", for_, "--objective", "utility",
+                      "--target", "0.6"], "--objective", f"--for {for_}", "requirement")
+    with pytest.raises(ValueError, match=f"objective: must be left out for plan.{for_}"):
+        planner.solve(stroebl(-1.0), for_, 0.6, objective="utility")
+
+
+def test_utility_needs_a_utility_table(tmp_path, capsys):
+    path = _write(tmp_path, "steps = 2\np = 0.9\n[verifier]\nmiss = 0.1\n")
+    _refused(capsys, ["solve", path, "--for", "retries", "--objective", "utility"],
+             "utility:", "[utility]")
+    with pytest.raises(ValueError, match=r"utility: must be a \[utility\] table"):
+        planner.retries(relsim.Scenario.from_toml(path), objective="utility")
+
+
+@pytest.mark.parametrize("for_, table", [("samples", "[sampling]"), ("escalation", "[escalation]")])
+def test_samples_and_escalation_need_their_table(for_, table, tmp_path, capsys):
+    path = _write(tmp_path, "steps = 2\np = 0.9\ntarget = 0.5\n[verifier]\nmiss = 0.1\n"
+                  "[retries]\nper_step = 2\n")
+    _refused(capsys, ["solve", path, "--for", for_], table)
+    with pytest.raises(ValueError, match=re.escape(table)):
+        planner.solve(relsim.Scenario.from_toml(path), for_, 0.5)
+
+
+def test_an_objective_a_plan_does_not_take_is_refused(capsys):
+    _refused(capsys, ["solve", str(STROEBL_FILE), "--for", "retries", "--objective",
+                      "expected_cost"], "--objective: must be utility with --for retries")
+    with pytest.raises(ValueError, match="objective: must be one of utility"):
+        planner.retries(stroebl(-1.0), objective="expected_cost")
+
+
+# ------------------------------------------------------------------------------ levers
+def test_the_p_lever_of_a_mixture_raises_every_class():
+    table = levers(stroebl(-1.0)).set_index("lever")
+    row = table.loc["p +1 point on every step"]
+    assert [c["p"] for c in row["set"]["classes"]] == [0.88, 0.14]
+    by_hand = 0.58 * 0.88 + 0.42 * 0.14  # no retries: success is the mixture of p
+    assert row["success"] == pytest.approx(by_hand, abs=1e-12) and row["delta_success"] > 0
+
+
+
