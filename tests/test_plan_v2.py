@@ -228,3 +228,42 @@ def test_the_p_lever_of_a_mixture_raises_every_class():
 
 
 
+
+
+# ------------------------------------------------------------------------------ the report
+def _outcome_section(scenario, exact):
+    """The report's outcome section for ``scenario`` given its exact outcome (set here, so
+    that the display is checked on numbers chosen to tell its rows apart)."""
+    import pandas as pd
+
+    from relsim.plan.sensitivity import COLUMNS
+    from relsim.report._sections import Context, outcome
+
+    ctx = Context(scenario=scenario, source="test", target=None, trials=0, seed=0)
+    ctx.__dict__["exact"] = exact
+    ctx.__dict__["levers"] = pd.DataFrame(columns=list(COLUMNS))
+    return outcome(ctx).body
+
+
+def test_the_report_shows_utility_infra_failures_and_silent_failures_by_mode():
+    s = relsim.Scenario.from_dict({
+        "steps": 2, "p": 0.9, "verifier": {}, "retries": {"per_step": 1},
+        "failure_modes": [{"name": "tool_error", "share": 0.4, "miss": 0.0},
+                          {"name": "hallucination", "share": 0.6, "miss": 0.3}],
+        "faults": {"attempt": 0.02}, "utility": {"silent_failure": -2.0}})
+    exact = relsim.Outcome(success=0.8, silent_failure=0.125, detected_failure=0.05,
+                           infra_failure=0.025, expected_attempts=2.5, expected_cost=2.5,
+                           silent_by_mode={"tool_error": 0.0, "hallucination": 0.125},
+                           expected_utility=0.55)
+    html = _outcome_section(s, exact)
+    rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)
+    text = [re.sub(r"<[^>]+>", "|", row) for row in rows]
+    assert any("infrastructure failure" in t and "|0.025|" in t for t in text)
+    assert any("expected utility" in t and "|0.55|" in t for t in text)
+    assert any("|hallucination|" in t and "|0.3|" in t and "|0.125|" in t and "|100|" in t for t in text)
+    assert any("|tool_error|" in t and "|0|" in t for t in text)
+    # without the tables, none of these rows
+    plain = relsim.Scenario.from_dict({"steps": 2, "p": 0.9})
+    html = _outcome_section(plain, relsim.evaluate(plain))
+    assert "infrastructure failure" not in html and "expected utility" not in html
+    assert "failure mode" not in html
