@@ -23,7 +23,9 @@ and ``1 - q^{r+1}`` with ``expm1``/``log1p`` when ``q > 1/2``.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -33,21 +35,29 @@ from relsim import checks
 
 __all__ = [
     "ChainOutcome",
+    "LadderOutcome",
+    "SampleOutcome",
     "StepOutcome",
+    "best_of_n",
     "chain_success",
     "checkpoint_interval",
     "compound",
     "confusion_chain",
+    "expected_utility",
+    "ladder_step",
     "latent_difficulty_chain",
     "logit_normal_chain",
+    "majority_vote",
     "max_miss",
     "meets_target",
     "min_p",
     "min_retries",
+    "mixture_verified_step",
     "pass_at_k",
     "pass_at_k_estimate",
     "pass_hat_k",
     "pass_hat_k_estimate",
+    "plurality_vote",
     "required_step_success",
     "retry_success",
     "shared_budget_success",
@@ -1347,3 +1357,624 @@ def checkpoint_interval(p: Any, checkpoint_cost: Any) -> Any:
         interval = np.sqrt(2.0 * cost / (1.0 - p))
     interval = np.where((p == 1.0), np.inf, interval)
     return _out(interval, scalar)
+
+
+# -------------------------------------------- model v2: mixtures, samples, votes, ladders
+# The closed forms of the model's task mixtures, parallel samples (votes and best-of-n
+# through a verifier), escalation ladders and utility, one step at a time: the oracles the
+# engines are tested against.
+
+
+class SampleOutcome(NamedTuple):
+    """How one attempt of ``n`` samples, checked in order by a verifier, ends (the three sum
+    to 1).
+
+    Attributes
+    ----------
+    accepted_correct : float or ndarray
+        The first accepted sample is correct: the attempt's result is right.
+    accepted_wrong : float or ndarray
+        The first accepted sample is wrong: a silent failure unless caught later.
+    rejected : float or ndarray
+        Every sample was rejected: the attempt is rejected (a retry, or a detected failure).
+    """
+
+    accepted_correct: Any
+    accepted_wrong: Any
+    rejected: Any
+
+
+class LadderOutcome(NamedTuple):
+    """How one step on a ladder of models ends (the first three sum to 1).
+
+    Attributes
+    ----------
+    success : float or ndarray
+        A correct attempt was accepted.
+    silent_failure : float or ndarray
+        A wrong attempt was accepted.
+    exhausted : float or ndarray
+        Every attempt was rejected and the budget ran out.
+    expected_attempts : float or ndarray
+        The mean number of attempts made.
+    expected_cost : float or ndarray
+        The mean cost of those attempts, each at its rung's cost.
+    """
+
+    success: Any
+    silent_failure: Any
+    exhausted: Any
+    expected_attempts: Any
+    expected_cost: Any
+
+
+#: plurality_vote: the most samples (the scenario's ``sampling.n`` is 1..64).
+_MAX_SAMPLES = 64
+#: majority_vote: the most voters, and the most binomial terms summed over an array.
+_MAX_VOTERS = 10**6
+_MAX_VOTE_TERMS = 10**7
+#: The binomial terms held in memory at once (rows of a chunk times n + 1).
+_VOTE_CHUNK = 1 << 20
+
+
+def _binomial_pmf(p: np.ndarray, n: int) -> np.ndarray:
+    """P(Binomial(n, p) = c) for c = 0..n along a new last axis of the 1-D ``p``.
+
+    Up to 64 trials as the product ``C(n, c) p**c (1-p)**(n-c)`` (a correctly rounded binomial
+    coefficient, two powers); beyond, in log space with ``log C(n, c)`` a cumulative sum of
+    ``log((n - i + 1)/i)``, relative to the largest term and normalised to sum to 1.
+    """
+    c = np.arange(n + 1)
+    p = p[:, None]
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        if n <= _MAX_SAMPLES:
+            comb = np.array([float(math.comb(n, k)) for k in range(n + 1)])
+            return comb * np.power(p, c) * np.power(1.0 - p, n - c)
+        i = np.arange(1, n + 1, dtype=float)
+        log_comb = np.concatenate([[0.0], np.cumsum(np.log(n - i + 1.0) - np.log(i))])
+        # 0 * log(0) is taken as 0: p = 0 puts all mass on c = 0, p = 1 on c = n
+        log_hits = np.where(c == 0, 0.0, c * np.log(p))
+        log_misses = np.where(c == n, 0.0, (n - c) * np.log1p(-p))
+        log_pmf = log_comb + log_hits + log_misses
+        # The rounding of the long sums drifts slowly with c, so it is nearly the same factor
+        # on every term that carries weight: dividing by the total (exactly 1 in exact
+        # arithmetic) cancels most of it.
+        pmf = np.exp(log_pmf - np.max(log_pmf, axis=-1, keepdims=True))
+        return pmf / np.sum(pmf, axis=-1, keepdims=True)
+
+
+def _vote(
+    p: np.ndarray, n: np.ndarray, groups: np.ndarray, wins: Callable[[int, int], np.ndarray]
+) -> np.ndarray:
+    """``sum_c P(Binomial(n, p) = c) * wins(n, g)[c]`` per element, elements grouped by
+    ``(n, g)`` so that each group's win vector is made once."""
+    out = np.empty(p.shape)
+    flat_p, flat_n, flat_g = p.ravel(), n.ravel(), groups.ravel()
+    flat_out = out.reshape(-1)
+    for ni, gi in set(zip(flat_n.tolist(), flat_g.tolist())):
+        where = np.flatnonzero((flat_n == ni) & (flat_g == gi))
+        vector = wins(ni, gi)
+        rows = max(1, _VOTE_CHUNK // (ni + 1))
+        for start in range(0, where.size, rows):  # bounded memory for n in the millions
+            chunk = where[start : start + rows]
+            flat_out[chunk] = _binomial_pmf(flat_p[chunk], ni) @ vector
+    return np.clip(out, 0.0, 1.0)
+
+
+def _majority_wins(n: int, _: int = 0) -> np.ndarray:
+    """P(the correct answer wins | c of n votes correct), one wrong answer, random ties."""
+    c = np.arange(n + 1)
+    return np.where(2 * c > n, 1.0, np.where(2 * c == n, 0.5, 0.0))
+
+
+def majority_vote(p: Any, n: Any) -> Any:
+    r"""The chance that a majority vote of ``n`` samples is right, with one wrong answer.
+
+    Each sample is correct with ``p``, independently; every wrong sample gives the same wrong
+    answer (binary voting), and a tie is broken uniformly at random. With
+    :math:`B \sim \mathrm{Binomial}(n, p)`:
+
+    .. math::
+        P(\text{vote right}) = P\bigl(B > \tfrac n2\bigr) + \tfrac12 P\bigl(B = \tfrac n2\bigr)
+        = \sum_{c > n/2} \binom nc p^c (1-p)^{n-c}
+          + \tfrac12 \binom{n}{n/2} \bigl(p(1-p)\bigr)^{n/2}
+
+    (the last term only for even ``n``). An even ``n`` ties ``n - 1``: the extra voter helps
+    exactly as much as the coin of the ties hurts. This is :func:`plurality_vote` with one
+    wrong answer.
+
+    Parameters
+    ----------
+    p : float or array_like
+        Per-sample success, in [0, 1].
+    n : int or array_like
+        Samples voting, an integer in 1..10**6 (the sum has ``n + 1`` terms; at most 1e7 summed
+        over an array).
+
+    Returns
+    -------
+    float or ndarray
+
+    Notes
+    -----
+    Up to 64 samples the binomial terms are exact products (about 1e-15 relative). Beyond, they
+    are taken in log space and divided by their total, which cancels the slow drift of the
+    rounding: about 1e-15 relative where the answer is not a far tail, and in a far tail (a
+    vote right with 1e-24, say) about 1e-12 relative at ``n = 10**4``, growing with ``n``.
+
+    Examples
+    --------
+    Three voters at ``p = 0.8``: :math:`p^3 + 3p^2(1-p) = 0.896`; a fourth adds nothing.
+
+    >>> round(majority_vote(0.8, 3), 6), round(majority_vote(0.8, 4), 6)
+    (0.896, 0.896)
+
+    Chen et al. (2024): with 60% easy tasks (``p = 0.8``) and 40% hard ones (``p = 0.3``) the
+    vote peaks at five voters, then falls back toward 0.6:
+
+    >>> [round(0.6 * majority_vote(0.8, n) + 0.4 * majority_vote(0.3, n), 6) for n in (1, 5, 63)]
+    [0.6, 0.63048, 0.600175]
+    """
+    scalar = _is_scalar(p, n)
+    p = _probability(p, "p")
+    n = _count(n, "n", low=1, high=_MAX_VOTERS)
+    p, n = _broadcast(p=p, n=n)
+    terms = float(np.sum(n + 1.0))
+    if terms > _MAX_VOTE_TERMS:
+        raise invalid("n", f"at most {_MAX_VOTE_TERMS:,} summed over the array (n + 1 "
+                      "binomial terms each)", int(terms))
+    return _out(_vote(p, n, np.zeros(n.shape, dtype=np.int64), _majority_wins), scalar)
+
+
+@functools.lru_cache(maxsize=512)
+def _plurality_wins(n: int, wrong_answers: int) -> np.ndarray:
+    r"""W[c] = P(the correct answer wins | c of n samples correct), each wrong sample uniform
+    over ``wrong_answers`` answers (0: every wrong sample distinct), ties broken at random.
+
+    With ``s = n - c`` wrong samples, a configuration is described by its profile: ``a_k``
+    wrong answers got ``k`` votes (k = 1..c; none may get more for the correct answer to win
+    or tie). A profile using ``j = sum a_k`` answers has probability
+
+    .. math:: \frac{m!}{(m-j)!\,m^s} \cdot \frac{s!}{\prod_k a_k!\,(k!)^{a_k}}
+
+    and the correct answer wins it with ``1/(1 + a_c)``. The sum over profiles runs as a
+    dynamic programme over the levels ``k = 1, 2, ...`` on the state (answers used, votes
+    used), every term positive (no cancellation).
+    """
+    c_all = np.arange(n + 1)
+    if wrong_answers == 0:  # every wrong answer has one vote: a lone correct vote ties them all
+        wins = np.where(c_all >= 2, 1.0, 0.0)
+        wins[1] = 1.0 / n
+        wins.setflags(write=False)
+        return wins
+    m = float(wrong_answers)
+    size = n + 1
+    # falling(m, j) / m**j = prod_{i<j} (1 - i/m): zero once j exceeds the answers there are
+    falling = np.concatenate([[1.0], np.cumprod(np.maximum(1.0 - np.arange(n) / m, 0.0))])
+    state = np.zeros((size, size))  # [answers used, votes used]: sum of prod 1/(a_k! k!^a_k)
+    state[0, 0] = 1.0
+    wins = np.zeros(size)
+    for c in range(1, n + 1):
+        s = n - c
+        if c > s:  # no wrong answer can reach c votes
+            wins[c] = 1.0
+            continue
+        # the last level, c: a answers tie with the correct one, which wins with 1/(1 + a)
+        column = state[:, s].copy()
+        weight = 1.0
+        for a in range(1, s // c + 1):
+            weight /= a * math.factorial(c)
+            column[a:] += weight / (1.0 + a) * state[: size - a, s - c * a]
+        j = np.arange(size)
+        scale = np.where(j <= s, np.power(m, np.minimum(j - s, 0).astype(float)), 0.0)
+        wins[c] = math.factorial(s) * float(np.sum(column * falling * scale))
+        # then level c as an ordinary level (no tie) for the larger c to come
+        grown = state.copy()
+        weight = 1.0
+        for a in range(1, n // c + 1):
+            weight /= a * math.factorial(c)
+            grown[a:, c * a :] += weight * state[: size - a, : size - c * a]
+        state = grown
+    wins = np.clip(wins, 0.0, 1.0)
+    wins.setflags(write=False)
+    return wins
+
+
+def plurality_vote(p: Any, n: Any, wrong_answers: Any = 1) -> Any:
+    r"""The chance that the correct answer wins a plurality vote of ``n`` samples.
+
+    Each sample is correct with ``p``, independently; a wrong sample picks uniformly among
+    ``m = wrong_answers`` wrong answers; the answer with the most votes wins, ties broken
+    uniformly at random among the tied answers. With :math:`W_m(c)` the chance that the
+    correct answer wins when ``c`` of the ``n`` samples are correct (exact, from the
+    multinomial split of the ``n - c`` wrong votes):
+
+    .. math::
+        P(\text{vote right}) = \sum_{c=0}^{n} \binom nc p^c (1-p)^{n-c}\, W_m(c), \qquad
+        W_m(c) = \sum_{\substack{k_1 + \dots + k_m = n-c \\ k_i \le c}}
+            \frac{(n-c)!}{k_1! \cdots k_m!\, m^{n-c}} \cdot
+            \frac{1}{1 + \#\{i : k_i = c\}}
+
+    With one wrong answer this is :func:`majority_vote`. ``"distinct"`` (every wrong sample
+    differs, the limit of many wrong answers) gives :math:`W(c) = 1` for :math:`c \ge 2`,
+    :math:`W(1) = 1/n`, :math:`W(0) = 0`.
+
+    Parameters
+    ----------
+    p : float or array_like
+        Per-sample success, in [0, 1].
+    n : int or array_like
+        Samples voting, an integer in 1..64 (the scenario's ``sampling.n``).
+    wrong_answers : int, array_like or "distinct", default 1
+        The number of distinct wrong answers, an integer >= 1, or ``"distinct"``.
+
+    Returns
+    -------
+    float or ndarray
+
+    Notes
+    -----
+    :math:`W_m` is summed over the profiles of the wrong votes (how many wrong answers got
+    1, 2, ... votes) by a dynamic programme over the vote levels, every term positive, so it is
+    exact to about 1e-14 relative for any ``m`` (up to 2**62) and made once per ``(n, m)``.
+
+    Examples
+    --------
+    Three samples at ``p = 0.5``. With one wrong answer it is the majority vote. With two, a
+    lone correct vote (3/8) wins only when the two wrong votes split (1/2), and then a
+    three-way tie a third of the time: :math:`1/2 + 3/8 \cdot 1/6`. With every wrong answer
+    distinct, a lone correct vote always ties three ways: :math:`1/2 + 3/8 \cdot 1/3`.
+
+    >>> [round(plurality_vote(0.5, 3, m), 6) for m in (1, 2, "distinct")]
+    [0.5, 0.5625, 0.625]
+    """
+    scalar = _is_scalar(p, n) and (isinstance(wrong_answers, str) or _is_scalar(wrong_answers))
+    p = _probability(p, "p")
+    n = _count(n, "n", low=1, high=_MAX_SAMPLES)
+    if isinstance(wrong_answers, str):
+        if wrong_answers != "distinct":
+            raise invalid("wrong_answers", 'an integer >= 1 or "distinct"', wrong_answers)
+        groups = np.zeros((), dtype=np.int64)  # 0 stands for "distinct"
+    else:
+        groups = _count(wrong_answers, "wrong_answers", low=1,
+                        allowed='an integer in 1..2**62 or "distinct"')
+    p, n, groups = _broadcast(p=p, n=n, wrong_answers=groups)
+    return _out(_vote(p, n, groups, _plurality_wins), scalar)
+
+
+def best_of_n(p: Any, n: Any, miss: Any = 0.0, false_reject: Any = 0.0) -> SampleOutcome:
+    r"""One attempt of ``n`` samples that a verifier checks in order: the first accepted sample
+    is the attempt's result (the ``"verifier"`` select mode of sampling).
+
+    Each sample is accepted and correct with :math:`a = p(1-f)`, accepted and wrong with
+    :math:`w = (1-p)m`, rejected with :math:`q = pf + (1-p)(1-m)`; the first accepted one
+    comes at sample :math:`j + 1` with :math:`q^j`, so
+
+    .. math::
+        \text{accepted\_correct} = a\,\frac{1 - q^n}{1 - q}, \quad
+        \text{accepted\_wrong} = w\,\frac{1 - q^n}{1 - q}, \quad
+        \text{rejected} = q^n
+
+    (:math:`\tfrac{1-q^n}{1-q} = n` when :math:`q = 1`). The verifier checks all ``n``
+    samples whatever it accepts (``n`` verifications per attempt).
+
+    Parameters
+    ----------
+    p : float or array_like
+        Per-sample success, in [0, 1].
+    n : int or array_like
+        Samples per attempt, an integer >= 1.
+    miss, false_reject : float or array_like, default 0
+        The verifier, as in :func:`verified_step`.
+
+    Returns
+    -------
+    SampleOutcome
+        ``(accepted_correct, accepted_wrong, rejected)``, summing to 1.
+
+    Notes
+    -----
+    The same numbers as :func:`verified_step` with ``n - 1`` retries (a verified step is a
+    sequence of samples too), computed the same way: ``1 - q**n`` through ``expm1``/``log1p``
+    when ``q > 1/2``, ``accepted_correct = a/(a+w) * (1 - q**n)``. A step of ``r`` retries of
+    such attempts ends like ``verified_step(p, n*(r+1) - 1, miss, false_reject)`` and makes
+    :math:`(1 - q^{n(r+1)})/(1 - q^n)` attempts on average.
+
+    Examples
+    --------
+    Three samples at ``p = 0.6`` behind a verifier that misses 20% of wrong answers
+    (:math:`a = 0.6`, :math:`w = 0.08`, :math:`q = 0.32`, :math:`1 + q + q^2 = 1.4224`):
+
+    >>> [round(x, 6) for x in best_of_n(0.6, 3, miss=0.2)]
+    [0.85344, 0.113792, 0.032768]
+    """
+    scalar = _is_scalar(p, n, miss, false_reject)
+    p, miss, false_reject = _verifier_args(p, miss, false_reject)
+    n = _count(n, "n", low=1)
+    p, n, miss, false_reject = _broadcast(p=p, n=n, miss=miss, false_reject=false_reject)
+    s = _step(p, n - 1, miss, false_reject)
+    return SampleOutcome(
+        accepted_correct=_out(s.ceiling * s.reached, scalar),
+        accepted_wrong=_out(s.wrong_share * s.reached, scalar),
+        rejected=_out(np.broadcast_to(s.exhausted, np.shape(s.reached)), scalar),
+    )
+
+
+def mixture_verified_step(
+    weights: Any, p: Any, retries: Any, miss: Any = 0.0, false_reject: Any = 0.0
+) -> StepOutcome:
+    r"""One verified step on a mixture of task classes: each trial draws class ``c`` with
+    weight :math:`w_c` (normalised to sum to 1), and the step is :func:`verified_step` with
+    that class's ``p``.
+
+    .. math::
+        \text{outcome} = \sum_c \frac{w_c}{\sum_k w_k}\,
+            \text{verified\_step}(p_c, r, m, f)
+
+    for each of the four fields (success, silent_failure, exhausted, expected_attempts). All
+    five arguments broadcast together, the classes being the last axis (so a scalar applies to
+    every class, and ``retries`` of shape ``(R, 1)`` gives ``R`` budgets).
+
+    Parameters
+    ----------
+    weights : array_like
+        The classes' weights, finite numbers > 0, classes along the last axis.
+    p : array_like
+        Each class's per-attempt success, in [0, 1], classes along the last axis.
+    retries : int or array_like
+        Retries after the first attempt, integers >= 0.
+    miss, false_reject : float or array_like, default 0
+        The verifier, as in :func:`verified_step`.
+
+    Returns
+    -------
+    StepOutcome
+        Floats for one mixture (a broadcast shape of at most one dimension), else arrays of the
+        leading shape.
+
+    Examples
+    --------
+    Stroebl, Kapoor and Narayanan (2024): 58% easy tasks (``p = 0.87``), 42% hard ones
+    (``p = 0.13``), a verifier that misses a quarter of wrong answers, 0 to 3 retries:
+
+    >>> out = mixture_verified_step([0.58, 0.42], [0.87, 0.13], [[0], [1], [2], [3]], miss=0.25)
+    >>> [round(x, 6) for x in out.success.tolist()]
+    [0.5592, 0.644025, 0.672068, 0.687704]
+    >>> [round(x, 6) for x in out.silent_failure.tolist()]
+    [0.1102, 0.171644, 0.210716, 0.236111]
+    """
+    weights = _positive(weights, "weights")
+    p, miss, false_reject = _verifier_args(p, miss, false_reject)
+    retries = _count(retries, "retries", low=0)
+    weights, p, retries, miss, false_reject = _broadcast(
+        weights=weights, p=p, retries=retries, miss=miss, false_reject=false_reject
+    )
+    if p.ndim == 0:  # one class
+        weights, p, retries, miss, false_reject = (
+            x.reshape(1) for x in (weights, p, retries, miss, false_reject)
+        )
+    share = weights / np.sum(weights, axis=-1, keepdims=True)
+    s = _step(p, retries, miss, false_reject)
+    fields = (s.ceiling * s.reached, s.wrong_share * s.reached, s.exhausted, s.attempts)
+    scalar = p.ndim == 1
+    return StepOutcome(*(_out(np.sum(share * x, axis=-1), scalar) for x in fields))
+
+
+#: expected_utility: the value of each outcome and the cost weight (the scenario's [utility]).
+_UTILITY_DEFAULTS = {
+    "success": 1.0,
+    "silent_failure": 0.0,
+    "detected_failure": 0.0,
+    "infra_failure": 0.0,
+    "timeout": 0.0,
+    "cost_weight": 0.0,
+}
+
+
+def expected_utility(
+    success: Any,
+    silent_failure: Any = 0.0,
+    detected_failure: Any = 0.0,
+    infra_failure: Any = 0.0,
+    timeout: Any = 0.0,
+    expected_cost: Any = 0.0,
+    *,
+    utility: Any = None,
+) -> Any:
+    r"""The expected utility of a design from its outcome shares, as the scenario's
+    ``[utility]`` table values them.
+
+    .. math::
+        U = \sum_{o} v_o\, P(o) - \lambda\, E[\text{cost}]
+
+    over the outcomes :math:`o` (success, silent_failure, detected_failure, infra_failure,
+    timeout), with :math:`v_o` their values and :math:`\lambda` the ``cost_weight``.
+
+    Parameters
+    ----------
+    success, silent_failure, detected_failure, infra_failure, timeout : float or array_like
+        The outcome shares, each in [0, 1] (those left out are 0). A one-step
+        :class:`StepOutcome`'s ``exhausted`` is its ``detected_failure``.
+    expected_cost : float or array_like, default 0
+        The mean cost of a trial, a finite number >= 0.
+    utility : mapping or None, keyword only
+        The values: keys ``success``, ``silent_failure``, ``detected_failure``,
+        ``infra_failure``, ``timeout`` and ``cost_weight``, each a finite number; a key left
+        out takes its default (success 1, everything else 0). ``None``: every default, so the
+        utility is the success.
+
+    Returns
+    -------
+    float or ndarray
+
+    Examples
+    --------
+    Stroebl et al.'s mixture with no retry, a silent failure costing as much as a success
+    earns: :math:`0.5592 - 0.1102`.
+
+    >>> out = mixture_verified_step([0.58, 0.42], [0.87, 0.13], 0, miss=0.25)
+    >>> round(expected_utility(out.success, out.silent_failure, out.exhausted,
+    ...                        utility={"silent_failure": -1.0}), 6)
+    0.449
+    """
+    values = dict(_UTILITY_DEFAULTS)
+    if utility is not None:
+        if not isinstance(utility, Mapping):
+            raise invalid("utility", "None or a mapping of outcome values", utility)
+        checks.check_keys(utility, _UTILITY_DEFAULTS, "utility")
+        for key, value in utility.items():
+            values[key] = checks.in_range(value, f"utility.{key}")
+    shares = {
+        "success": success,
+        "silent_failure": silent_failure,
+        "detected_failure": detected_failure,
+        "infra_failure": infra_failure,
+        "timeout": timeout,
+    }
+    scalar = _is_scalar(expected_cost, *shares.values())
+    arrays = {name: _probability(x, name) for name, x in shares.items()}
+    arrays["expected_cost"] = _nonnegative(expected_cost, "expected_cost")
+    broadcast = dict(zip(arrays, _broadcast(**arrays)))
+    total = sum(values[name] * broadcast[name] for name in shares)
+    return _out(total - values["cost_weight"] * broadcast["expected_cost"], scalar)
+
+
+def ladder_step(
+    p: Any,
+    after: Any,
+    retries: Any,
+    miss: Any = 0.0,
+    false_reject: Any = 0.0,
+    attempt_cost: Any = None,
+) -> LadderOutcome:
+    r"""One verified step on a ladder of models: later attempts move to stronger rungs.
+
+    Attempt ``j`` (0-based) of the step uses rung :math:`k(j) = \#\{i : \text{after}_i \le
+    j\}` (rung 0 until attempt ``after[0]``, rung 1 from there until ``after[1]``, ...), with
+    that rung's :math:`p_k` and cost :math:`c_k`, and one verifier for every rung. Rung
+    ``k`` serves the attempts :math:`t_k \le j < t_{k+1}` (:math:`t_0 = 0`,
+    :math:`t_k = \text{after}_{k-1}`, the last rung to the budget's end); of the ``r + 1``
+    attempts it serves :math:`L_k = \max(0, \min(t_{k+1}, r+1) - t_k)`. With
+    :math:`a_k, w_k, q_k` each rung's per-attempt rates (as in :func:`verified_step`),
+    :math:`S_k = (1 - q_k^{L_k})/(1 - q_k)` and :math:`Q_k = \prod_{i<k} q_i^{L_i}` (every
+    attempt before rung ``k`` was rejected):
+
+    .. math::
+        \text{success} = \sum_k Q_k\, a_k S_k, \quad
+        \text{silent\_failure} = \sum_k Q_k\, w_k S_k, \quad
+        \text{exhausted} = \prod_k q_k^{L_k},
+
+        E[\text{attempts}] = \sum_k Q_k S_k, \quad
+        E[\text{cost}] = \sum_k Q_k S_k c_k .
+
+    Parameters
+    ----------
+    p : array_like
+        Per-attempt success of each rung, in [0, 1], rungs along the last axis (rung 0 first;
+        a scalar is a ladder of one rung).
+    after : int or array_like
+        Where each rung above 0 starts: ``after[k-1]`` is the first attempt (0-based) on rung
+        ``k``; strictly increasing integers >= 1, one per rung above 0 (the last axis; empty
+        for one rung). A rung the budget never reaches (``after[k-1] > retries``) adds
+        nothing (a scenario refuses it).
+    retries : int or array_like
+        Retries after the first attempt, integers >= 0.
+    miss, false_reject : float or array_like, default 0
+        The verifier, the same on every rung, as in :func:`verified_step`.
+    attempt_cost : float, array_like or None, default None
+        The cost of one attempt on each rung, finite numbers >= 0 (rungs along the last axis;
+        verification not included). ``None``: 1 on every rung, so the cost counts attempts.
+
+    Returns
+    -------
+    LadderOutcome
+        ``(success, silent_failure, exhausted, expected_attempts, expected_cost)``: floats for
+        one ladder, arrays of the leading shape otherwise.
+
+    Notes
+    -----
+    ``retries``, ``miss``, ``false_reject`` and the leading axes of ``p``, ``after`` and
+    ``attempt_cost`` broadcast together. Each rung's share is a geometric sum computed as in
+    :func:`verified_step` (``1 - q**L``
+    through ``expm1``/``log1p`` when ``q > 1/2``), so the work grows with the rungs, not with
+    the budget. A ladder whose rungs all equal rung 0 is :func:`verified_step`.
+
+    Examples
+    --------
+    A cheap model (``p = 0.6``, cost 1) for the first two attempts, then a strong one
+    (``p = 0.95``, cost 10), three retries in all, a perfect verifier. Rung 0 succeeds with
+    :math:`0.6 + 0.4 \cdot 0.6 = 0.84` in 1.4 attempts; the 0.16 left reach rung 1, which
+    succeeds with 0.9975 in 1.05 attempts:
+
+    >>> out = ladder_step([0.6, 0.95], [2], 3, attempt_cost=[1.0, 10.0])
+    >>> [round(x, 6) for x in out]
+    [0.9996, 0.0, 0.0004, 1.568, 3.08]
+    """
+    p = _probability(p, "p")
+    if p.ndim == 0:
+        p = p.reshape(1)
+    rungs = p.shape[-1]
+    if rungs == 0:
+        raise invalid("p", "one success per rung (at least rung 0)", p.tolist())
+    after = _count(after, "after", low=1)
+    if after.ndim == 0:
+        after = after.reshape(1)
+    if after.shape[-1] != rungs - 1:
+        raise invalid(
+            "after",
+            f"one integer per rung above rung 0 ({rungs - 1}: p has {rungs} "
+            f"{'rung' if rungs == 1 else 'rungs'} on its last axis)",
+            after.tolist(),
+        )
+    if (np.diff(after, axis=-1) <= 0).any():
+        raise invalid("after", "strictly increasing integers >= 1", after.tolist())
+    retries = _count(retries, "retries", low=0)
+    miss = _probability(miss, "miss")
+    false_reject = _probability(false_reject, "false_reject")
+    cost = np.ones(1) if attempt_cost is None else _nonnegative(attempt_cost, "attempt_cost")
+    if cost.ndim == 0:
+        cost = cost.reshape(1)
+    p, cost = _broadcast(p=p, attempt_cost=cost)
+    if p.shape[-1] != rungs:
+        raise invalid("attempt_cost", f"one cost per rung ({rungs}), on the last axis",
+                      np.shape(attempt_cost))
+    leading = _broadcast(
+        p=p[..., 0],
+        after=np.empty(after.shape[:-1]),
+        retries=retries,
+        miss=miss,
+        false_reject=false_reject,
+        attempt_cost=cost[..., 0],
+    )
+    shape = leading[0].shape
+    retries, miss, false_reject = leading[2], leading[3], leading[4]
+    end_all = retries + 1  # attempts 0..r
+    survive = np.ones(shape)  # every attempt so far was rejected
+    success = np.zeros(shape)
+    silent = np.zeros(shape)
+    attempts = np.zeros(shape)
+    spent = np.zeros(shape)
+    starts = np.broadcast_to(after, shape + (rungs - 1,))
+    for k in range(rungs):
+        # rung k serves attempts start..end-1 of the r + 1 (none when it starts past them)
+        start = 0 if k == 0 else starts[..., k - 1]
+        end = end_all if k == rungs - 1 else np.minimum(starts[..., k], end_all)
+        length = np.maximum(end - start, 0)
+        pk = np.broadcast_to(p[..., k], shape)
+        s = _step(pk, np.maximum(length - 1, 0), miss, false_reject)
+        served = length > 0
+        reached = np.where(served, s.reached, 0.0)
+        rung_attempts = np.where(served, s.attempts, 0.0)
+        success = success + survive * s.ceiling * reached
+        silent = silent + survive * s.wrong_share * reached
+        attempts = attempts + survive * rung_attempts
+        spent = spent + survive * rung_attempts * np.broadcast_to(cost[..., k], shape)
+        survive = survive * np.where(served, s.exhausted, 1.0)
+    scalar = len(shape) == 0
+    return LadderOutcome(
+        success=_out(success, scalar),
+        silent_failure=_out(silent, scalar),
+        exhausted=_out(survive, scalar),
+        expected_attempts=_out(attempts, scalar),
+        expected_cost=_out(spent, scalar),
+    )
