@@ -168,6 +168,99 @@ def test_checkpoints_for_utility_is_the_best_spacing():
     assert plan.value == max(k for k, u in utilities.items() if u >= top - 1e-12)
 
 
+# ------------------------------------------------------------------------------ samples
+# MODEL.md section 8 (Chen et al. 2024): a binary vote over a mixture (a = 0.6 at p 0.8, 0.4 at
+# p 0.3), no verifier, one step, utility success 1: the vote peaks at n = 5 (0.630480).
+VOTE = {"steps": 1, "classes": [{"weight": 0.6, "p": 0.8}, {"weight": 0.4, "p": 0.3}],
+        "sampling": {"n": 1, "select": "vote", "wrong_answers": 1}, "utility": {"success": 1.0}}
+
+
+def _vote(n):
+    """The mixture of majority votes, by hand: P(Binomial(n, p) > n/2) plus half the tie."""
+    def one(p):
+        above = sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n // 2 + 1, n + 1))
+        tie = math.comb(n, n // 2) * (p * (1 - p)) ** (n // 2) if n % 2 == 0 else 0.0
+        return above + tie / 2
+    return 0.6 * one(0.8) + 0.4 * one(0.3)
+
+
+def test_the_vote_mixture_peaks_at_five_samples():
+    s = relsim.Scenario.from_dict(VOTE)
+    plan = planner.samples(s, objective="utility")
+    assert plan.value == 5 and round(plan.expected_utility, 6) == 0.630480
+    by_hand = {n: _vote(n) for n in range(1, 65)}
+    assert round(by_hand[5], 6) == 0.630480 and max(by_hand.values()) == pytest.approx(by_hand[5], abs=1e-15)
+    assert relsim.formulas.majority_vote(0.8, 5) == pytest.approx((by_hand[5] - 0.4 * relsim.formulas.majority_vote(0.3, 5)) / 0.6)
+    # an even n ties n - 1 (random tie-breaks): 6 is as good as 5, and the least is taken
+    six = relsim.evaluate(apply(s, {"sampling.n": 6}))
+    assert six.expected_utility == pytest.approx(plan.expected_utility, abs=1e-12)
+    assert by_hand[6] == pytest.approx(by_hand[5], abs=1e-15)
+
+
+def test_samples_for_a_target_is_the_least_n_that_meets_it(capsys, tmp_path):
+    s = relsim.Scenario.from_dict(VOTE)
+    least = min(n for n in range(1, 65) if _vote(n) >= 0.62)
+    assert least == 3 and planner.samples(s, 0.62).value == 3
+    # out of reach: infeasible, the ceiling is the peak and the nearest design its least n
+    plan = planner.samples(s, 0.7)
+    assert not plan.feasible and plan.value == 5 and round(plan.ceiling, 6) == 0.630480
+    path = _write(tmp_path, "steps = 1\n[sampling]\nn = 1\n[utility]\n[[classes]]\nweight = 0.6\n"
+                  "p = 0.8\n[[classes]]\nweight = 0.4\np = 0.3\n")
+    assert main(["solve", path, "--for", "samples", "--objective", "utility", "--json"]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert out["value"] == 5 and round(out["expected_utility"], 6) == 0.630480
+    assert main(["solve", path, "--for", "samples", "--target", "0.7"]) == 3
+    assert "INFEASIBLE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ escalation
+# Two identical steps, each a ladder of three rungs over five retries (a cheap model, a
+# middling one, a strong dear one), a verifier that misses a tenth of wrong answers.
+RUNG_P, RUNG_COST, BUDGET, LADDER_MISS = [0.5, 0.8, 0.97], [0.2, 1.0, 4.0], 5, 0.1
+LADDER = {"steps": 2, "p": RUNG_P[0], "verifier": {"miss": LADDER_MISS},
+          "retries": {"per_step": BUDGET}, "cost": {"attempt": RUNG_COST[0]},
+          "escalation": {"after": [1, 2], "p": RUNG_P[1:], "attempt_cost": RUNG_COST[1:]},
+          "utility": {"silent_failure": -2.0, "cost_weight": 0.1}}
+
+
+def _ladders_by_hand():
+    """Every after, judged with relsim.formulas.ladder_step (one step) chained twice by hand."""
+    out = {}
+    for after in itertools.combinations(range(1, BUDGET + 1), 2):
+        step = relsim.formulas.ladder_step(RUNG_P, list(after), BUDGET, miss=LADDER_MISS,
+                                           attempt_cost=RUNG_COST)
+        passed = 1 - float(step.exhausted)
+        success = float(step.success) ** 2
+        silent = passed**2 - success
+        cost = float(step.expected_cost) * (1 + passed)
+        out[after] = (success, cost / success, success - 2.0 * silent - 0.1 * cost)
+    return out
+
+
+def test_escalation_is_the_brute_force_ladder():
+    s = relsim.Scenario.from_dict(LADDER)
+    every = _ladders_by_hand()
+    assert len(every) == 10
+    feasible = {a: v for a, v in every.items() if v[0] >= 0.85}
+    cheapest = min(feasible, key=lambda a: feasible[a][1])
+    plan = planner.escalation(s, 0.85)
+    assert cheapest == (2, 5) and plan.value == cheapest and plan.feasible
+    assert plan.cost_per_success == pytest.approx(every[cheapest][1], rel=1e-9)
+    best = max(every, key=lambda a: every[a][2])
+    useful = planner.escalation(s, objective="utility")
+    assert best == (1, 5) and useful.value == best
+    assert useful.expected_utility == pytest.approx(every[best][2], abs=1e-9)
+    # out of reach: the best success is the ceiling
+    out = planner.escalation(s, 0.9)
+    assert not out.feasible and out.ceiling == pytest.approx(max(v[0] for v in every.values()), abs=1e-12)
+
+
+def test_too_many_ladders_are_refused(capsys, tmp_path):
+    path = _write(tmp_path, "steps = 1\np = 0.5\ntarget = 0.9\n[verifier]\n[retries]\nper_step = 40\n"
+                  "[escalation]\nafter = [1, 2, 3]\np = [0.6, 0.7, 0.8]\n")
+    _refused(capsys, ["solve", path, "--for", "escalation"], "9880 ladders", "2000")
+
+
 # ------------------------------------------------------------------------------ refusals
 def _write(tmp_path, text, name="design.toml"):
     path = tmp_path / name
@@ -228,6 +321,34 @@ def test_the_p_lever_of_a_mixture_raises_every_class():
 
 
 
+
+
+def test_the_levers_of_samples_ladders_and_failure_modes():
+    s = relsim.Scenario.from_dict({
+        "steps": 2, "p": 0.7, "verifier": {}, "retries": {"per_step": 2},
+        "cost": {"attempt": 1.0},
+        "escalation": {"after": [2], "p": [0.95]},
+        "sampling": {"n": 2, "select": "vote", "wrong_answers": 1},
+        "failure_modes": [{"name": "tool_error", "share": 0.4, "miss": 0.0},
+                          {"name": "hallucination", "share": 0.6, "miss": 0.3}]})
+    table = levers(s).set_index("lever")
+    base = relsim.evaluate(s)
+    sample = table.loc["one more sample per attempt"]
+    assert sample["set"] == {"sampling.n": 3} and sample["delta_success"] > 0
+    earlier = table.loc["escalate one attempt earlier"]
+    assert earlier["set"] == {"escalation.after": [1]} and earlier["delta_success"] > 0
+    cheaper = table.loc["rung 0 attempt cost halved"]
+    # the rung kept its cost (it defaulted to rung 0's): success the same, cost per success down
+    assert cheaper["set"] == {"cost.attempt": 0.5, "escalation.attempt_cost": [1.0]}
+    assert cheaper["delta_success"] == 0 and cheaper["delta_cost_per_success"] < 0
+    mode = table.loc["failure mode hallucination: miss halved"]
+    assert mode["set"]["failure_modes"][1]["miss"] == 0.15 and mode["delta_success"] > 0
+    assert "failure mode tool_error: miss halved" not in table.index  # it misses nothing
+    assert "verifier miss halved" not in table.index  # each mode has its own
+    for row in table.itertuples():
+        again = relsim.evaluate(apply(s, row.set))
+        assert row.success == again.success
+        assert row.delta_success == pytest.approx(again.success - base.success, abs=1e-12)
 
 
 # ------------------------------------------------------------------------------ the report

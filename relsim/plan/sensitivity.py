@@ -239,7 +239,8 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
         if c.every is not None and c.every > 1:
             out.append(("checkpoints twice as often", {"checkpoints.every": c.every // 2}))
         out.append(("one more rollback", {"checkpoints.rollbacks": c.rollbacks + 1}))
-        if c.detect < 1.0:
+        own_detect = bool(s.failure_modes) and all(m.detect is not None for m in s.failure_modes)
+        if c.detect < 1.0 and not own_detect:  # every mode its own detect: this one is unread
             out.append(
                 ("checkpoint misses halved",
                  {"checkpoints.detect": _round(1.0 - (1.0 - c.detect) / 2)})
