@@ -68,7 +68,7 @@ EXHAUSTIVE_CHECKPOINTS = 64
 #: diagnosis of an infeasible plan).
 EVALUATIONS = {
     "retries": 25, "total": 30, "allocation": 40, "verifier": 80, "p": 30, "checkpoints": 30,
-    "samples": 64, "escalation": 120,
+    "samples": 64, "escalation": 120,  # their planners count their own candidates
 }
 #: Work estimate: seconds of one unit (step x rollback round x confusion state) of the exact
 #: engine, measured on the development machine (benchmarks/exact_speed.py scale) ...

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Callable
 
 from relsim.errors import RelsimError
+from relsim.plan import _common
 from relsim.plan import objective as objectives
 from relsim.plan._common import (
     NEAR_CEILING,
@@ -112,7 +113,8 @@ def escalation(
     if use_utility:
         goal = objectives.utility_target(scenario, target, "escalation", len(candidates))
     else:
-        goal = goal_of(scenario, target, "escalation")
+        goal = goal_of(scenario, target)
+        _common._check_work(scenario, "escalation", len(candidates) + 1)
     outcomes: dict[Ladder, Outcome] = {}
 
     def outcome(after: Ladder) -> Outcome:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from relsim.errors import RelsimError
+from relsim.plan import _common
 from relsim.plan import objective as objectives
 from relsim.plan._common import (
     NEAR_CEILING,
@@ -65,7 +66,8 @@ def samples(
     if use_utility:
         goal = objectives.utility_target(scenario, target, "samples", MAX_SAMPLES)
     else:
-        goal = goal_of(scenario, target, "samples")
+        goal = goal_of(scenario, target)
+        _common._check_work(scenario, "samples", MAX_SAMPLES)
     outcomes: dict[int, Outcome] = {}
 
     def outcome(n: int) -> Outcome:
