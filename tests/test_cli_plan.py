@@ -203,4 +203,4 @@ def test_objective_belongs_to_allocation(tmp_path, capsys):
     path = tmp_path / "three.toml"
     path.write_text(THREE, encoding="utf-8")
     assert main(["solve", str(path), "--for", "retries", "--objective", "expected_cost"]) == 2
-    assert "--objective: is what --for allocation minimises" in capsys.readouterr().err
+    assert "--objective: must be utility with --for retries" in capsys.readouterr().err

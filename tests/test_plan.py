@@ -1073,13 +1073,16 @@ def test_solve_dispatches_and_rejects_unknown_quantities():
         "verifier",
         "p",
         "checkpoints",
+        "samples",
+        "escalation",
     }
 
 
 @pytest.mark.slow
 def test_every_plan_is_a_plan_of_its_scenario():
     s = SMALL["checkpoints"]
-    for quantity in planner.QUANTITIES:
+    # samples and escalation plan tables this scenario does not have (tests/test_plan_v2.py)
+    for quantity in set(planner.QUANTITIES) - {"samples", "escalation"}:
         plan = planner.solve(s, quantity, 0.5)
         assert isinstance(plan, Plan) and plan.for_ == quantity
         outcome = evaluate(plan.scenario)

@@ -128,7 +128,8 @@ def test_solve_with_a_file_and_no_for_says_what_to_give(capsys):
     assert status == 2 and out == "" and "None" not in err
     assert err.strip() == (
         "relsim: error: --for: must be given with a SCENARIO file: what to plan, one of retries, "
-        f"total, allocation, verifier, p, checkpoints, reviewers, agents, llm_concurrency, rpm "
+        f"total, allocation, verifier, p, checkpoints, samples, escalation, reviewers, agents, "
+        "llm_concurrency, rpm "
         f"(as in 'relsim solve {PRODUCTION} --for retries')")
 
 

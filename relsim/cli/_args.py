@@ -39,7 +39,9 @@ class Parser(argparse.ArgumentParser):
 _SPOKEN = (
     (re.compile(r"(?<![\w.])(threshold|scorer)=(?=\w)"), r"--\1 "),
     (
-        re.compile(r"(?<![\w.])plan\.(retries|total|allocation|verifier|p|checkpoints)\b"),
+        re.compile(
+            r"(?<![\w.])plan\.(retries|total|allocation|verifier|p|checkpoints|samples|escalation)\b"
+        ),
         r"--for \1",
     ),
     (re.compile(r"(?<![\w.])relsim\.(evaluate|simulate)\b(?!_)"), r"'relsim \1'"),

@@ -27,6 +27,8 @@ _WHAT = {
     "verifier": "largest miss",
     "p": "least per-attempt success p",
     "checkpoints": "checkpoint spacing (every)",
+    "samples": "samples per attempt (n)",
+    "escalation": "ladder thresholds (after)",
 }
 #: When no value meets the target: what the plan's value is instead (where success is best).
 _BEST = {
@@ -36,6 +38,8 @@ _BEST = {
     "verifier": "miss at the ceiling",
     "p": "p at the ceiling",
     "checkpoints": "every at the ceiling",
+    "samples": "least n at the ceiling",
+    "escalation": "after at the ceiling",
 }
 #: The scenario key of each planned quantity whose design value is shown beside the plan's.
 _KEY = {"retries": "retries.per_step", "verifier": "verifier.miss", "p": "p",
@@ -61,20 +65,23 @@ def run_scenario(args: argparse.Namespace) -> int:
     if for_ in RESOURCES:
         return _run_resources(args, scenario, for_)
     target = getattr(args, "target", None)
+    objective = getattr(args, "objective", None)
     if target is None:
         target = scenario.target
-    if target is None:
+    if objective == "utility" and scenario.utility is None:
+        raise RelsimError(
+            f"{args.scenario}: utility: must be a [utility] table (the value of each outcome) "
+            "to plan with --objective utility, got none"
+        )
+    if target is None and objective != "utility":
         raise RelsimError(
             f"--target: must be a number in (0, 1]; {args.scenario} sets no 'target' either"
         )
-    objective = getattr(args, "objective", None)
     try:
-        if for_ == "allocation" and objective is not None:
-            result = planner.allocation(scenario, target, objective=objective)
-        else:
-            result = planner.solve(scenario, for_, target)
+        result = planner.solve(scenario, for_, target, objective=objective)
     except RelsimError as error:
-        if for_ == "checkpoints" and str(error).startswith("checkpoints:"):
+        table = {"checkpoints": "checkpoints:", "samples": "sampling:", "escalation": "escalation:"}
+        if for_ in table and str(error).startswith(table[for_]):
             raise RelsimError(f"{args.scenario}: {error}") from None
         raise
     if getattr(args, "json", False):
@@ -141,12 +148,23 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
     puts its own value beside an infeasible plan's."""
     lines = []
     title = f"{scenario_name}: " if scenario_name else ""
-    lines.append(
-        f"{title}plan for {result.for_}, target {result.target:g} "
-        f"({result.scenario.steps} steps)"
-    )
+    details = result.details or {}
+    utility = details.get("objective") == "utility"
+    steps = f"{result.scenario.steps} step{'s' if result.scenario.steps != 1 else ''}"
+    if utility:
+        lines.append(f"{title}plan for {result.for_}, objective utility ({steps})")
+    else:
+        lines.append(f"{title}plan for {result.for_}, target {result.target:g} ({steps})")
     label = _WHAT.get(result.for_, result.for_)
-    if result.feasible:
+    if utility:
+        lines.append(f"  {label:<30} {_show_value(result.value)}")
+        lines.append(f"  {'criterion':<30} {details.get('criterion')}")
+        lines.append(f"  {'expected utility':<30} {result.expected_utility:.6f}")
+        meets = details.get("meets_target")
+        verdict = ("no target given" if meets is None else
+                   f"{'yes' if meets else 'no'} (target {result.target:g})")
+        lines.append(f"  {'meets the target':<30} {verdict}")
+    elif result.feasible:
         lines.append(f"  {label:<30} {_show_value(result.value)}")
     else:
         lines.append("  INFEASIBLE: no value reaches the target")
@@ -161,7 +179,10 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
     lines.append(f"  {'success':<30} {result.success:.6f}")
     lines.append(f"  {'expected cost':<30} {result.expected_cost:.6f}{unit}")
     lines.append(f"  {'cost per success':<30} {_show_number(result.cost_per_success)}{unit}")
-    details = result.details or {}
+    if result.expected_utility is not None and not utility:
+        lines.append(f"  {'expected utility':<30} {result.expected_utility:.6f}")
+    if utility and details.get("method"):
+        lines.append(f"  {'method':<30} {details['method']}")
     if result.for_ == "verifier" and "false_reject" in details:
         other = details["false_reject"]
         if other.get("feasible"):
@@ -171,7 +192,10 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
             )
         else:
             lines.append(f"  {'largest false_reject':<30} none reaches the target")
-    if result.for_ == "allocation" and "method" in details:
+    if result.for_ == "escalation" and not utility and "method" in details:
+        lines.append(f"  {'minimises':<30} cost per success")
+        lines.append(f"  {'method':<30} {details['method']}")
+    if result.for_ == "allocation" and "method" in details and not utility:
         objective = details.get("objective", "cost_per_success").replace("_", " ")
         lines.append(f"  {'minimises':<30} {objective}")
         lines.append(f"  {'method':<30} {details['method']}")
@@ -195,6 +219,10 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
 
 def _design_value(design: Any, for_: str) -> Any:
     """The design's own value of what was planned (None when its steps differ)."""
+    if for_ == "samples":
+        return None if design.sampling is None else design.sampling.n
+    if for_ == "escalation":
+        return None if design.escalation is None else list(design.escalation.after)
     if for_ == "total":
         return None if design.retries is None else design.retries.total
     key = _KEY.get(for_)

@@ -7,8 +7,9 @@ Flag form (closed forms only, so it starts fast: numpy and nothing heavier)::
 With ``--p`` it plans one design (exit 3 when the target is out of reach, saying why and what
 would make it reachable); without, it tabulates a grid of ``p``. Scenario form::
 
-    relsim solve design.toml --for retries|total|allocation|verifier|p|checkpoints
-    relsim solve design.toml --for allocation [--objective cost_per_success|expected_cost]
+    relsim solve design.toml --for retries|total|allocation|verifier|p|checkpoints|samples|escalation
+    relsim solve design.toml --for allocation [--objective cost_per_success|expected_cost|utility]
+    relsim solve design.toml --for retries [--objective utility]   (any --for but verifier, p)
     relsim solve design.toml --for reviewers|agents|llm_concurrency|rpm [--replications R] [--seed S]
 
 hands over to the planner (``relsim.cli.plan_command``): the exact planners, or with the
@@ -40,7 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: What ``--for`` plans: the exact planners' quantities, then the shared resources planned
 #: with the timeline (``relsim.plan.resources``).
 TIME_CHOICES = ("reviewers", "agents", "llm_concurrency", "rpm")
-FOR_CHOICES = ("retries", "total", "allocation", "verifier", "p", "checkpoints", *TIME_CHOICES)
+FOR_CHOICES = ("retries", "total", "allocation", "verifier", "p", "checkpoints", "samples",
+               "escalation", *TIME_CHOICES)
+#: The values of ``--objective`` (which apply to which ``--for``: relsim.plan.objective).
+OBJECTIVE_CHOICES = ("cost_per_success", "expected_cost", "utility")
 #: The ``p`` grid of the table printed without ``--p``.
 P_GRID = (0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99, 0.995, 0.999)
 _FLAG_ONLY = (("steps", "--steps"), ("p", "--p"), ("miss", "--miss"),
@@ -82,9 +86,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--objective",
-        choices=("cost_per_success", "expected_cost"),
-        help="what --for allocation minimises: cost per success (default; a failed trial is "
-        "run again) or expected cost per trial",
+        choices=OBJECTIVE_CHOICES,
+        help="what the plan optimises instead of its default: utility (maximise the file's "
+        "[utility]; any --for but verifier and p), or what --for allocation minimises: cost "
+        "per success (its default) or expected cost per trial (also --for checkpoints' default)",
     )
     parser.add_argument(
         "--validate",
@@ -106,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     if args.scenario is not None:
         return _run_scenario(args)
     if getattr(args, "objective", None) is not None:
-        raise RelsimError("--objective: is what --for allocation minimises: give a SCENARIO file")
+        raise RelsimError("--objective: is what a plan of a SCENARIO file optimises: give one "
+                          "and --for")
     if args.for_ is not None:
         raise RelsimError(
             "--for: plans a scenario file: give one, as in 'relsim solve design.toml --for "
@@ -165,14 +171,31 @@ def _run_scenario(args: argparse.Namespace) -> int:
             f"--for: must be given with a SCENARIO file: what to plan, one of "
             f"{', '.join(FOR_CHOICES)} (as in 'relsim solve {args.scenario} --for retries')"
         )
-    if args.objective is not None and args.for_ != "allocation":
-        raise RelsimError("--objective: is what --for allocation minimises: use it with that")
+    if args.objective is not None:
+        _check_objective(args.for_, args.objective)
     if getattr(args, "replications", None) is not None and not timed:
         raise RelsimError(f"--replications: is for the timeline's --for {', '.join(TIME_CHOICES)}, "
                           f"not --for {args.for_} (the exact engine)")
     from relsim.cli.plan_command import run_scenario
 
     return run_scenario(args)
+
+
+def _check_objective(for_: str, objective: str) -> None:
+    """``--objective`` against ``--for``, in the command line's words."""
+    if for_ in TIME_CHOICES:
+        raise RelsimError(f"--objective: must be left out with --for {for_} (the least count "
+                          "that meets the targets in time)")
+    from relsim.plan.objective import DEFAULTS, OBJECTIVES
+
+    allowed = OBJECTIVES[for_]
+    if not allowed:
+        raise RelsimError(f"--objective: must be left out with --for {for_}, which states a "
+                          f"requirement ({DEFAULTS[for_]}), not a design to optimise; "
+                          f"got {objective!r}")
+    if objective not in allowed:
+        raise RelsimError(f"--objective: must be {' or '.join(allowed)} with --for {for_}, "
+                          f"got {objective!r}")
 
 
 # ------------------------------------------------------------------------------ planning

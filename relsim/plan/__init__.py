@@ -12,7 +12,14 @@ allocation    per-step budgets ``r_i`` of least cost per success (or expected co
 verifier      the largest ``miss`` (and, separately, the largest ``false_reject``)
 p             the least uniform per-attempt success ``p``
 checkpoints   the spacing ``every = k`` of least expected cost
+samples       the least ``sampling.n`` (1..64: samples per attempt, voted on or checked)
+escalation    the ladder's ``after`` (when each rung takes over) of least cost per success
 ============  ===========================================================================
+
+``objective="utility"`` (every planner that buys a design: all but ``verifier`` and ``p``,
+which state requirements) maximises the scenario's ``expected_utility`` (its ``[utility]``
+table) instead, with no target to meet; the least budget among equals
+(:mod:`relsim.plan.objective`).
 
 :func:`levers` answers the reviewer's question "which single change buys the most?": one row
 per change that applies to the scenario, evaluated exactly. :func:`curve` answers "how much
@@ -56,7 +63,9 @@ judged with the timeline engine on common random numbers; it returns a
 Where things are (modules are named apart from the planners, so that importing one never
 shadows a function of this namespace): ``chain`` (the closed-form chain planner), ``budgets``
 (:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
-(:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``search`` (the search methods),
+(:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``sampling`` (:func:`samples`),
+``ladder`` (:func:`escalation`), ``objective`` (the objectives: utility), ``search`` (the
+search methods),
 ``binding`` (which constraint binds), ``sensitivity`` (:func:`levers`, the single changes
 that move success, and :func:`time_levers`, those that move the targets in time),
 ``curves`` (:func:`curve`, the design over one lever's range), ``capacity``
@@ -86,6 +95,8 @@ _EXPORTS = {
     "verifier": "relsim.plan.rates",
     "p": "relsim.plan.rates",
     "checkpoints": "relsim.plan.spacing",
+    "samples": "relsim.plan.sampling",
+    "escalation": "relsim.plan.ladder",
     "ChainPlan": "relsim.plan.chain",
     "plan_chain": "relsim.plan.chain",
     "levers": "relsim.plan.sensitivity",
@@ -113,8 +124,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-def solve(scenario: "Scenario", for_: str, target: float | None = None) -> "Plan":
-    """Plan ``for_`` (one of :data:`QUANTITIES`) for ``scenario``.
+def solve(
+    scenario: "Scenario", for_: str, target: float | None = None, *, objective: str | None = None
+) -> "Plan":
+    """Plan ``for_`` (one of :data:`QUANTITIES`) for ``scenario``; ``objective`` (None: the
+    planner's default) as :data:`relsim.plan.objective.OBJECTIVES` allows for ``for_``
+    (``verifier`` and ``p`` take none).
 
     Examples
     --------
@@ -124,9 +139,12 @@ def solve(scenario: "Scenario", for_: str, target: float | None = None) -> "Plan
     2
     """
     from relsim.errors import invalid
+    from relsim.plan.objective import check_objective
     from relsim.plan.result import QUANTITIES
 
     if for_ not in QUANTITIES:
         raise invalid("for_", f"one of {', '.join(QUANTITIES)}", for_)
     planner = getattr(importlib.import_module(_EXPORTS[for_]), for_)
-    return planner(scenario, target)
+    if check_objective(for_, objective) is None:
+        return planner(scenario, target)
+    return planner(scenario, target, objective=objective)

@@ -68,6 +68,7 @@ EXHAUSTIVE_CHECKPOINTS = 64
 #: diagnosis of an infeasible plan).
 EVALUATIONS = {
     "retries": 25, "total": 30, "allocation": 40, "verifier": 80, "p": 30, "checkpoints": 30,
+    "samples": 64, "escalation": 120,  # their planners count their own candidates
 }
 #: Work estimate: seconds of one unit (step x rollback round x confusion state) of the exact
 #: engine, measured on the development machine (benchmarks/exact_speed.py scale) ...
@@ -76,19 +77,19 @@ SECONDS_PER_UNIT = 2.2e-5
 MAX_SECONDS = 60.0
 
 
-def _check_work(scenario: Scenario, for_: str) -> None:
+def _check_work(scenario: Scenario, for_: str, evaluations: int | None = None) -> None:
     """Refuse, before the search starts, a plan estimated to take over ``MAX_SECONDS``.
 
     A chain of independent steps is searched with closed forms (one engine call at the end);
-    anything else costs ``EVALUATIONS[for_]`` exact evaluations of about ``SECONDS_PER_UNIT``
-    x steps x (rollbacks + 1) x (2 with confusion) seconds each."""
-    if is_chain(scenario):
-        evaluations = 3
-    else:
-        evaluations = EVALUATIONS.get(for_, 30)
+    anything else costs ``EVALUATIONS[for_]`` exact evaluations (or ``evaluations``, when the
+    search knows how many it makes) of about ``SECONDS_PER_UNIT`` x steps x (rollbacks + 1)
+    x (2 with confusion) x classes seconds each."""
+    if evaluations is None:
+        evaluations = 3 if is_chain(scenario) else EVALUATIONS.get(for_, 30)
     rollbacks = scenario.checkpoints.rollbacks if scenario.checkpoints is not None else 0
     states = 2 if scenario.correlation.confusion is not None else 1
-    one = SECONDS_PER_UNIT * scenario.steps * (rollbacks + 1) * states
+    classes = max(1, len(scenario.classes))  # the exact engine evaluates each class apart
+    one = SECONDS_PER_UNIT * scenario.steps * (rollbacks + 1) * states * classes
     seconds = evaluations * one
     if seconds > MAX_SECONDS:
         raise RelsimError(
@@ -111,6 +112,11 @@ def goal_of(scenario: Scenario, target: float | None, for_: str | None = None) -
         target = scenario.target
     if target is None:
         raise RelsimError("target: must be a number in (0, 1]; the scenario sets none")
+    return checked_target(target)
+
+
+def checked_target(target: Any) -> float:
+    """``target`` as a float in (0, 1], else the one error of every planner."""
     if isinstance(target, bool) or not isinstance(target, (int, float, np.floating)):
         raise invalid("target", "a number in (0, 1]", target)
     target = float(target)
@@ -132,7 +138,10 @@ class SuccessValue(float):
 
 
 def outcome_success(outcome: Outcome) -> SuccessValue:
-    return SuccessValue(outcome.success, outcome.silent_failure + outcome.detected_failure)
+    failure = outcome.silent_failure + outcome.detected_failure
+    if outcome.infra_failure:  # faults (0 without them: the sum is left as it was)
+        failure += outcome.infra_failure
+    return SuccessValue(outcome.success, failure)
 
 
 def meets_goal(success: float, goal: float) -> bool:
@@ -162,10 +171,13 @@ def evaluate_design(scenario: Scenario) -> Outcome:
 
 
 def is_chain(scenario: Scenario) -> bool:
-    """True when the scenario is a chain of independent verified steps (the closed form)."""
+    """True when the scenario is a chain of independent verified steps (the closed form):
+    no checkpoints, task-wide budget, correlation, nor any table of docs/model.md section 8
+    that changes a trial (a mixture, a ladder, samples, failure modes, faults)."""
     model = trial_model(scenario)
     return not (
         model.has_checkpoints or model.has_total or model.has_random_effects or model.has_confusion
+        or model.has_design_tables
     )
 
 
@@ -183,7 +195,7 @@ def make_plan(
     for_: str,
     value: Any,
     planned: Scenario,
-    goal: float,
+    goal: float | None,
     *,
     feasible: bool,
     ceiling: float | None = None,
@@ -212,6 +224,7 @@ def make_plan(
         binding=binding,
         reason=reason,
         details=dict(details or {}),
+        expected_utility=outcome.expected_utility,
     )
 
 
@@ -241,19 +254,43 @@ def with_rate(scenario: Scenario, key: str, value: float) -> Scenario:
     return replace(scenario, verifier=replace(current, **{key: value}))
 
 
+def without_misses(scenario: Scenario) -> Scenario:
+    """The scenario with a verifier that accepts no wrong result: ``miss = 0``, or with
+    failure modes every mode's ``miss = 0`` (``verifier.miss`` is then left out)."""
+    if scenario.failure_modes:
+        modes = tuple(replace(m, miss=0.0) for m in scenario.failure_modes)
+        return replace(scenario, failure_modes=modes)
+    return with_rate(scenario, "miss", 0.0)
+
+
+def ladder_floor(scenario: Scenario) -> int:
+    """The least retry budget an execution may have with the scenario's ladder: its top
+    rung must be reachable (``escalation.after[-1]``); 0 without a ladder."""
+    return 0 if scenario.escalation is None else int(scenario.escalation.after[-1])
+
+
 def with_every(scenario: Scenario, every: int) -> Scenario:
     assert scenario.checkpoints is not None
     return replace(scenario, checkpoints=replace(scenario.checkpoints, every=int(every)))
 
 
 def budget_floor(scenario: Scenario) -> int:
-    r"""Least ``r >= 1`` with :math:`q^r \le 10^{-12}` at the slowest step (confused or not;
-    a state that can never pass, :math:`q = 1`, is left out: it never converges and never
-    contributes): past it a chain's success no longer moves; capped at ``MAX_BUDGET``."""
+    r"""Least ``r >= 1`` with :math:`q^r \le 10^{-12}` at the slowest step (confused or not,
+    any class, any rung of a ladder; a state that can never pass, :math:`q = 1`, is left out:
+    it never converges and never contributes): past it a chain's success no longer moves;
+    capped at ``MAX_BUDGET``."""
     model = trial_model(scenario)
-    prob, miss, reject = model.p, model.miss, model.false_reject
-    rates = [prob, prob * model.factor] if model.has_confusion else [prob]
-    q = np.concatenate([x * reject + (1 - x) * (1 - miss) for x in rates])
+    miss, reject = model.miss, model.false_reject
+    # every class on every rung (rung 0 alone without section 8's tables)
+    probs = model.rung_p.reshape(-1, scenario.steps)
+    rates = [probs, probs * model.factor] if model.has_confusion else [probs]
+    q = np.concatenate([(x * reject + (1 - x) * (1 - miss)).ravel() for x in rates])
+    if model.samples > 1:
+        # a vote's answer may be wrong more often than one sample: bound its rejection by
+        # the larger of a wrong and a correct answer's (a verifier's samples only help)
+        q = np.concatenate([q, np.maximum(reject, 1 - miss)])
+    if model.fault > 0.0:
+        q = model.fault + (1 - model.fault) * q  # a lost attempt is rejected
     q = q[q < 1.0]
     q_max = float(np.max(q)) if q.size else 0.0
     if q_max <= 0.0:

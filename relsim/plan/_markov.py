@@ -162,9 +162,10 @@ def _times_column(matrix: np.ndarray, column: np.ndarray) -> np.ndarray:
 
 
 def applies(scenario: Scenario) -> bool:
-    """The scenario's trial is a Markov chain over the confusion state (given z)."""
+    """The scenario's trial is a Markov chain over the confusion state (given z), tabled by
+    this module (none of the tables of docs/model.md section 8 that change a trial)."""
     model = trial_model(scenario)
-    return not (model.has_checkpoints or model.has_total)
+    return not (model.has_checkpoints or model.has_total or model.has_design_tables)
 
 
 def table_width(scenario: Scenario) -> int:

@@ -1,9 +1,11 @@
 """Retry allocation: :func:`allocation`, per-step budgets of least cost per success (or,
 with ``objective="expected_cost"``, least expected cost per trial) that reach a target (exact
-for chains; a surrogate-guided search with branch and bound otherwise)."""
+for chains; a surrogate-guided search with branch and bound otherwise), or
+(``objective="utility"``) of largest expected utility."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
@@ -13,6 +15,7 @@ import numpy as np
 from relsim.scenario import trial_model
 from relsim.errors import RelsimError, invalid
 from relsim.plan import _common, _markov
+from relsim.plan import objective as objectives
 from relsim.plan._common import (
     BRANCH_AND_BOUND_EVALUATIONS,
     BRANCH_AND_BOUND_STEPS,
@@ -40,8 +43,12 @@ from relsim.scenario import Scenario
 __all__ = ["allocation"]
 
 
-#: The objectives :func:`allocation` can minimise.
-OBJECTIVES = ("cost_per_success", "expected_cost")
+#: The objectives of :func:`allocation`: two costs it minimises, and utility it maximises.
+OBJECTIVES = ("cost_per_success", "expected_cost", "utility")
+#: ``objective="utility"``: every allocation is judged when there are at most this many.
+MAX_ALLOCATIONS = 4_096
+#: ``objective="utility"``: sweeps of coordinate ascent at most.
+ASCENT_SWEEPS = 8
 
 
 def allocation(
@@ -52,7 +59,8 @@ def allocation(
     ``objective`` says which cost: ``"cost_per_success"`` (the default) minimises
     :math:`\text{cost}/\text{success}`, what a budget owner pays per success when a failed
     trial is run again; ``"expected_cost"`` minimises the expected cost of one trial (a
-    failed trial counted once). ``details`` carries ``objective``, ``optimal`` (True when
+    failed trial counted once); ``"utility"`` maximises the expected utility (the scenario's
+    ``[utility]``) with no target to meet (see the end of this description). ``details`` carries ``objective``, ``optimal`` (True when
     proven optimal), ``method``, the ``gap`` to the optimum where a bound is known (with
     ``lower_bound`` and ``relative_gap`` when it is not 0; None when no bound is known) and
     ``why``, one line on why the budget sits where it does.
@@ -115,6 +123,18 @@ def allocation(
     is exact in that box (``gap`` 0). An answer of this path that is not proven optimal is
     compared with the least uniform budget (:func:`retries`) and the better one is returned.
 
+    A scenario with the tables of docs/model.md section 8 (a mixture, samples, failure modes,
+    faults) takes this last path, every design judged by the engine; an ``[escalation]``
+    ladder is refused (its rungs are set against one per-step budget: plan ``retries`` or
+    ``escalation``).
+
+    ``objective="utility"``: the best uniform budget (:func:`retries` with that objective)
+    and the budget past which nothing moves bound each step's range ``0..R``; every
+    allocation is judged when there are at most ``MAX_ALLOCATIONS`` (``optimal``), else
+    coordinate ascent from the best uniform budget sets each step's budget in turn to its best
+    given the others until a sweep changes nothing (a heuristic: utility need not be
+    concave). Among equals (within ``1e-12``) the least total budget is taken.
+
     Examples
     --------
     Per trial, the 0.99 step needs no retry (brute force agrees):
@@ -131,9 +151,16 @@ def allocation(
     >>> plan.value, plan.details["optimal"]
     ((1, 21, 4), True)
     """
-    goal = goal_of(scenario, target, "allocation")
     if objective not in OBJECTIVES:
         raise invalid("objective", f"one of {', '.join(OBJECTIVES)}", objective)
+    if isinstance(scenario, Scenario) and scenario.escalation is not None:
+        raise RelsimError(
+            "escalation: must be left out to plan an allocation (a ladder's rungs are set "
+            "against one per-step budget): plan retries or escalation instead, got a ladder"
+        )
+    if objective == "utility":
+        return _allocation_utility(scenario, target)
+    goal = goal_of(scenario, target, "allocation")
     if scenario.verifier is None:
         return no_verifier_plan("allocation", scenario, goal, (0,) * scenario.steps)
     _check_size(scenario)
@@ -166,6 +193,56 @@ def allocation(
         details["why"] = _why(plan.value, objective)  # type: ignore[arg-type]
         plan = replace(plan, details=details)
     return plan
+
+
+def _allocation_utility(scenario: Scenario, target: float | None) -> Plan:
+    """:func:`allocation` under ``objective="utility"``."""
+    n = scenario.steps
+    if scenario.verifier is None:  # no retry can trigger: the design is the only one
+        goal = objectives.utility_target(scenario, target, "allocation", 1)
+        details = {"method": "no verifier: retries cannot trigger, so the design is the only one",
+                   "optimal": True}
+        return objectives.utility_plan("allocation", (0,) * n, scenario, goal, details)
+    uniform = retries(scenario, target, objective="utility")
+    goal = uniform.target
+    start = int(uniform.value)  # type: ignore[arg-type]
+    evaluations: dict[tuple[int, ...], Outcome] = {}
+
+    def outcome(budgets: tuple[int, ...]) -> Outcome:
+        if budgets not in evaluations:
+            evaluations[budgets] = objectives.search_outcome(with_per_step(scenario, budgets))
+        return evaluations[budgets]
+
+    def uniform_at(budget: int) -> Outcome:
+        return outcome((budget,) * n)
+
+    floor = max(start, budget_floor(scenario))
+    high = objectives.convergence_budget(uniform_at, floor, _common.MAX_BUDGET)
+    width = high + 1
+
+    def total_budget(budgets: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+        return sum(budgets), budgets
+
+    if width**n <= MAX_ALLOCATIONS:
+        objectives.utility_target(scenario, target, "allocation", width**n)
+        every = list(itertools.product(range(width), repeat=n))
+        best = objectives.best_by_utility(every, outcome, total_budget)
+        method, optimal = f"every allocation with budgets 0..{high} per step (exact)", True
+    else:
+        objectives.utility_target(scenario, target, "allocation", 2 * n * width)
+        best = (start,) * n
+        for _ in range(ASCENT_SWEEPS):
+            before = best
+            for i in range(n):
+                options = [best[:i] + (b,) + best[i + 1:] for b in range(width)]
+                best = objectives.best_by_utility([best, *options], outcome, total_budget)
+            if best == before:
+                break
+        method = (f"coordinate ascent over budgets 0..{high} per step from the best uniform "
+                  f"budget {start} (a heuristic: utility need not be concave)")
+        optimal = False
+    details = {"method": method, "optimal": optimal, "evaluations": len(evaluations)}
+    return objectives.utility_plan("allocation", best, with_per_step(scenario, best), goal, details)
 
 
 def _plan_score(plan: Plan, objective: str) -> float:

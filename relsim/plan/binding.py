@@ -23,6 +23,7 @@ from relsim.plan._common import (
     with_per_step,
     with_rate,
     with_total,
+    without_misses,
 )
 from relsim.scenario import Correlation, Scenario
 
@@ -36,9 +37,13 @@ def relaxations(scenario: Scenario) -> list[tuple[str, Scenario]]:
     if model.has_total:
         out.append(("retries.total", with_total(s, None)))
     if model.has_verifier and np.any(model.miss > 0):
-        out.append(("verifier.miss", with_rate(s, "miss", 0.0)))
+        key = "failure_modes.miss" if s.failure_modes else "verifier.miss"
+        out.append((key, without_misses(s)))
     if model.has_verifier:
-        out.append(("retries.per_step", with_per_step(s, budget_floor(s))))
+        budget = budget_floor(s)
+        if s.escalation is not None:  # every rung stays reachable, whatever its after
+            budget = max(budget, int(model.per_step.max()))
+        out.append(("retries.per_step", with_per_step(s, budget)))
     if model.has_random_effects or model.has_confusion:
         out.append(("correlation", replace(s, correlation=Correlation())))
     if s.checkpoints is not None:

@@ -47,6 +47,7 @@ from relsim.plan._common import (
     CONVERGED,
     budget_floor,
     evaluate_design,
+    ladder_floor,
     with_every,
     with_per_step,
     with_rate,
@@ -224,8 +225,14 @@ def _lever(s: Scenario, key: str) -> tuple[Callable[[Any], Scenario], str]:
         if s.verifier is None:
             raise RelsimError(f"{key}: needs a [verifier] in the scenario, got none")
         rate = key.split(".")[1]
+        if rate == "miss" and s.failure_modes:
+            raise RelsimError("verifier.miss: must be left out with [[failure_modes]] (each "
+                              "mode has its own miss), so it has no curve; got failure modes")
         return (lambda x: with_rate(s, rate, float(x))), "probability"
     if key == "p":
+        if s.classes:
+            raise RelsimError("p: is replaced by each class's p with [[classes]], so it has no "
+                              "curve; got classes")
         return (lambda x: replace(s, p=float(x))), "probability"
     if s.checkpoints is None:
         raise RelsimError("checkpoints.every: needs a [checkpoints] table in the scenario, got none")
@@ -264,7 +271,8 @@ def _grid(s: Scenario, key: str, kind: str, values: Iterable[Any] | None, also: 
     grid: list[Any]
     check: Callable[[Any, str, int, int | None], Any]
     check = _count_value if kind != "probability" else _probability_value
-    low = 1 if kind == "spacing" else 0
+    # a ladder's top rung must stay reachable: per-step budgets start at its after
+    low = 1 if kind == "spacing" else ladder_floor(s) if key == "retries.per_step" else 0
     high = s.steps if kind == "spacing" else None
     extra = [check(x, key, low, high) for x in extra]
     if given is not None:
@@ -273,7 +281,7 @@ def _grid(s: Scenario, key: str, kind: str, values: Iterable[Any] | None, also: 
             raise invalid("values", f"a non-empty list of values of {key}", given)
     elif kind == "count":
         top = max([_default_top(s), *extra])
-        grid = _integers(0, top)
+        grid = _integers(low, top)
     elif kind == "spacing":
         grid = _integers(1, s.steps)
     elif key == "p":

@@ -215,7 +215,8 @@ def never_succeeds(scenario: "Scenario", goal: float, ceiling: float) -> tuple[s
     make it succeed, so the agent binds whatever is planned (except ``p`` itself)."""
     from relsim.scenario import trial_model  # loaded by the scenario planners only
 
-    zero = np.flatnonzero(trial_model(scenario).p == 0.0)
+    # a step that no class on no rung of a ladder can pass (rung 0 alone without them)
+    zero = np.flatnonzero(np.all(trial_model(scenario).rung_p == 0.0, axis=(0, 1)))
     if not zero.size:
         return None
     shown = ", ".join(str(i + 1) for i in zero[:5])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from relsim.errors import RelsimError
 from relsim.plan._common import (
     BISECTION_WIDTH,
     SCAN_INTERVALS,
@@ -36,6 +37,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     .. math:: a S_r = p(1-f)\,\frac{1 - q^{r+1}}{1 - q}, \qquad q = pf + (1-p)(1-m),
 
     falls as either rate grows. The bracket [0, 1] is closed to ``1e-9`` by regula falsi.
+    With ``[[failure_modes]]`` (each mode its own miss) there is no one miss to plan: refused.
     With checkpoints and scarce retries an accepted wrong result may be caught and rolled back
     while a rejected one ends the trial, so success can *rise* with ``miss``: there the
     ``miss`` search first scans [0, 1] in ``SCAN_INTERVALS`` intervals and closes the last
@@ -52,6 +54,12 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     (0.017645, True)
     """
     goal = goal_of(scenario, target, "verifier")
+    if scenario.failure_modes:
+        raise RelsimError(
+            f"failure_modes: must be left out to plan the verifier's one miss (each of the "
+            f"{len(scenario.failure_modes)} modes has its own; relsim.plan.levers halves each "
+            "in turn), got failure modes"
+        )
     miss_plan = _rate_plan(scenario, goal, "miss")
     reject_plan = _rate_plan(scenario, goal, "false_reject")
     extra = {
@@ -76,7 +84,8 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     ``1e-9``, reporting the feasible end. Infeasible when even ``p = 1`` falls short (false
     rejections or false alarms spending the budgets). Without a verifier the answer is
     :math:`T^{1/n}`; with a perfect one and ``r`` retries,
-    :math:`1 - (1 - T^{1/n})^{1/(r+1)}`.
+    :math:`1 - (1 - T^{1/n})^{1/(r+1)}`. With ``[[classes]]`` (each class its own ``p``)
+    there is no one ``p`` to plan: refused.
 
     Examples
     --------
@@ -85,6 +94,11 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     0.994746
     """
     goal = goal_of(scenario, target, "p")
+    if scenario.classes:
+        raise RelsimError(
+            f"classes: must be left out to plan one p (each of the {len(scenario.classes)} "
+            "classes has its own; relsim.plan.levers raises them together), got classes"
+        )
     return _probability_search(
         "p",
         scenario,

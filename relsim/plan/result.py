@@ -14,7 +14,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from relsim.scenario import Scenario
 
 #: The quantities a plan can be made for, in the order of ``relsim solve --for``.
-QUANTITIES = ("retries", "total", "allocation", "verifier", "p", "checkpoints")
+QUANTITIES = (
+    "retries", "total", "allocation", "verifier", "p", "checkpoints", "samples", "escalation",
+)
 
 @dataclass(frozen=True)
 class Plan:
@@ -25,16 +27,20 @@ class Plan:
     for_ : str
         The quantity planned, one of :data:`QUANTITIES` (``"for"`` in JSON).
     value : int, float, tuple of int or None
-        The chosen value: a budget (int), a probability (float) or, for ``allocation``, one
-        budget per step (a tuple; a list in JSON). When infeasible, the nearest design.
+        The chosen value: a budget or a count (int), a probability (float) or, for
+        ``allocation``, one budget per step and for ``escalation`` the ladder's ``after``
+        (a tuple; a list in JSON). When infeasible, the nearest design.
     success, expected_cost : float
         The exact outcome of :attr:`scenario`.
     feasible : bool
         Whether the design meets the target by the one rule of every planner
         (:func:`relsim.formulas.meets_target`: log success from the failure probability
         against log target, no tolerance; target 1 only for a design that cannot fail).
-    target : float
-        The target planned for.
+        Under ``objective="utility"`` the target is not the criterion and a best design
+        always exists: True, and ``details["meets_target"]`` says whether it meets the
+        target (None when none is given).
+    target : float or None
+        The target planned for (None only under ``objective="utility"`` without one).
     scenario : Scenario
         The planned scenario: the input with :attr:`value` applied.
     ceiling : float or None
@@ -47,7 +53,10 @@ class Plan:
         that does reach the target.
     details : mapping
         Method notes: for ``allocation`` the method and the gap to the optimum where a bound is
-        known; for ``verifier`` the separate ``false_reject`` answer.
+        known; for ``verifier`` the separate ``false_reject`` answer; under an objective,
+        ``objective`` (and for ``utility`` ``meets_target`` and ``criterion``).
+    expected_utility : float or None
+        The exact expected utility of :attr:`scenario` (None without a ``[utility]`` table).
     """
 
     for_: str
@@ -55,12 +64,13 @@ class Plan:
     success: float
     expected_cost: float
     feasible: bool
-    target: float
+    target: float | None
     scenario: Scenario = field(repr=False)
     ceiling: float | None = None
     binding: str | None = None
     reason: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    expected_utility: float | None = None
 
     @property
     def cost_per_success(self) -> float:
@@ -69,7 +79,8 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``for``, ``value``, ``success``, ``expected_cost``, ``cost_per_success``,
-        ``feasible``, ``target``; ``ceiling``, ``binding`` and ``reason`` when infeasible;
+        ``feasible``, ``target``; ``expected_utility`` when the scenario has a ``[utility]``
+        table; ``ceiling``, ``binding`` and ``reason`` when infeasible;
         ``details`` when there are any (a copy: the planners fill them with plain Python
         values). Infinities become None (:func:`relsim.results.jsonable`)."""
         return jsonable(self._record())
@@ -94,6 +105,8 @@ class Plan:
             "feasible": self.feasible,
             "target": self.target,
         }
+        if self.expected_utility is not None:
+            out["expected_utility"] = self.expected_utility
         if not self.feasible:
             out["ceiling"] = self.ceiling
             out["binding"] = self.binding

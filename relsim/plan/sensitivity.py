@@ -29,10 +29,22 @@ step effect halved                         ``correlation.step_sd`` -> ``step_sd 
 one fewer step (the last)                  ``steps`` -> ``steps - 1``; every per-step list loses
                                            its last entry, and when the old last step was
                                            checked the new one is (``checkpoints.at``)
+one more sample per attempt                ``sampling.n`` -> ``n + 1`` (up to 64)
+escalate one attempt earlier               ``escalation.after`` -> its first rung's ``after``
+                                           less one (when it is above 1)
+rung 0 attempt cost halved                 ``cost.attempt`` -> ``attempt / 2`` with a ladder
+                                           (its rungs' costs kept: ``escalation.attempt_cost``
+                                           is written out when the file leaves it to default)
+failure mode NAME: miss halved             ``failure_modes`` -> the list with that mode's
+                                           ``miss`` halved (one lever per mode that misses)
 =========================================  ====================================================
 
 A change that would leave the scenario as it is (``p`` already 1, ``miss`` already 0, ...)
-is not listed.
+is not listed. With ``[[classes]]`` the ``p`` levers raise every class's ``p`` (``set``
+holds the whole ``classes`` list; the hardest-step lever is left out: the classes' hardest
+steps differ), and with ``[[failure_modes]]`` the verifier's ``miss`` lever gives way to one
+lever per mode. The ladder's lever moves the first rung earlier rather than adding a rung: a
+new rung would need a model (its ``p`` and cost) the file does not name.
 
 :func:`time_levers` does the same for time (docs/model.md section 7), with the timeline engine
 and the scenario's targets in time: one more reviewer, agent or LLM slot, the rpm or tpm limit
@@ -195,7 +207,9 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     model = trial_model(s)
     p = model.p
-    if np.any(p < 1.0):
+    if s.classes:
+        out += _class_levers(s)
+    elif np.any(p < 1.0):
         out.append(("p +1 point on every step", {"p": _per_step(np.minimum(1.0, p + POINT))}))
         if s.steps > 1 and not np.all(p == p[0]):
             hardest = int(np.argmin(p))
@@ -206,7 +220,7 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
             )
     if s.verifier is not None:
         miss = model.miss
-        if np.any(miss > 0):
+        if np.any(miss > 0) and not s.failure_modes:  # with modes: one lever per mode
             out.append(("verifier miss halved", {"verifier.miss": _per_step(miss / 2)}))
         false_reject = model.false_reject
         if np.any(false_reject > 0):
@@ -225,7 +239,8 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
         if c.every is not None and c.every > 1:
             out.append(("checkpoints twice as often", {"checkpoints.every": c.every // 2}))
         out.append(("one more rollback", {"checkpoints.rollbacks": c.rollbacks + 1}))
-        if c.detect < 1.0:
+        own_detect = bool(s.failure_modes) and all(m.detect is not None for m in s.failure_modes)
+        if c.detect < 1.0 and not own_detect:  # every mode its own detect: this one is unread
             out.append(
                 ("checkpoint misses halved",
                  {"checkpoints.detect": _round(1.0 - (1.0 - c.detect) / 2)})
@@ -248,6 +263,47 @@ def _changes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     shorter = _one_fewer_step(s)
     if shorter is not None:
         out.append(("one fewer step (the last)", shorter))
+    return out + _design_levers(s)
+
+
+def _class_levers(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    """The ``p`` lever of a mixture: a point more on every step of every class (rung 0)."""
+    classes = copy.deepcopy(s.to_dict()["classes"])
+    raised = False
+    for entry in classes:
+        p = np.asarray(entry["p"], dtype=float)
+        raised |= bool(np.any(p < 1.0))
+        new = np.minimum(1.0, p + POINT)
+        entry["p"] = [_round(float(v)) for v in new] if p.ndim else _round(float(new))
+    return [("p +1 point on every step", {"classes": classes})] if raised else []
+
+
+def _design_levers(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    """The levers of docs/model.md section 8's tables: one more sample, the first rung one
+    attempt earlier, a cheaper rung 0, and each failure mode's miss halved."""
+    from relsim.scenario.design_tables import MAX_SAMPLES
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    g, e = s.sampling, s.escalation
+    if g is not None and g.n < MAX_SAMPLES:
+        out.append(("one more sample per attempt", {"sampling.n": g.n + 1}))
+    if e is not None:
+        if e.after[0] > 1:
+            out.append(("escalate one attempt earlier",
+                        {"escalation.after": [e.after[0] - 1, *e.after[1:]]}))
+        model = trial_model(s)
+        if np.any(model.rung_cost[0] > 0):
+            changes: dict[str, Any] = {"cost.attempt": _per_step(model.rung_cost[0] / 2)}
+            if e.attempt_cost is None:  # the rungs cost what rung 0 did: keep them so
+                changes["escalation.attempt_cost"] = [_per_step(c) for c in model.rung_cost[1:]]
+            out.append(("rung 0 attempt cost halved", changes))
+    if s.verifier is not None:
+        modes = s.to_dict().get("failure_modes", [])
+        for k, mode in enumerate(modes):
+            if mode.get("miss", 0.0) > 0.0:
+                halved = copy.deepcopy(modes)
+                halved[k]["miss"] = _round(mode["miss"] / 2)
+                out.append((f"failure mode {mode['name']}: miss halved", {"failure_modes": halved}))
     return out
 
 
@@ -261,8 +317,25 @@ def _one_fewer_step(s: Scenario) -> dict[str, Any] | None:
     changes: dict[str, Any] = {"steps": n}
     # Every per-step list of the file form (p, verifier rates, retries, costs, and any table
     # added later, such as per-step durations) is a list of `steps` entries: trim them all.
+    # Lists indexed by something else hold per-step lists of their own: a ladder's rungs
+    # (escalation.p, attempt_cost; after is attempt counts) and the arrays of tables
+    # (classes, failure_modes), whatever their length.
     for key, value in _dotted(s.to_dict()):
-        if key != "checkpoints.at" and isinstance(value, list) and len(value) == s.steps:
+        if key in _RUNG_LISTS:
+            trimmed = _trim_entries(value, s.steps)
+            if trimmed != value:
+                changes[key] = trimmed
+        elif key in _TABLE_ARRAYS:
+            entries = copy.deepcopy(value)
+            for entry in entries:
+                for name, item in entry.items():
+                    if name == "escalation_p":
+                        entry[name] = _trim_entries(item, s.steps)
+                    elif isinstance(item, list) and len(item) == s.steps:
+                        entry[name] = item[:n]
+            if entries != value:
+                changes[key] = entries
+        elif key != "checkpoints.at" and isinstance(value, list) and len(value) == s.steps:
             changes[key] = copy.deepcopy(value[:n])
     c = s.checkpoints
     if c is not None:
@@ -274,6 +347,17 @@ def _one_fewer_step(s: Scenario) -> dict[str, Any] | None:
         if list(c.at) != sorted(at):
             changes["checkpoints.at"] = sorted(at)
     return changes
+
+
+#: Lists with one entry per rung of a ladder (or attempt counts), not per step.
+_RUNG_LISTS = ("escalation.after", "escalation.p", "escalation.attempt_cost")
+#: Arrays of tables, one entry per class or mode.
+_TABLE_ARRAYS = ("classes", "failure_modes")
+
+
+def _trim_entries(value: Any, steps: int) -> Any:
+    """A rung list with each per-step entry (a list of ``steps``) losing its last value."""
+    return [v[: steps - 1] if isinstance(v, list) and len(v) == steps else v for v in value]
 
 
 def _dotted(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -1,11 +1,12 @@
 """Checkpoint spacing: :func:`checkpoints`, the ``every = k`` of least expected cost that
-reaches a target."""
+reaches a target, or (``objective="utility"``) of largest expected utility."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from relsim.errors import RelsimError
+from relsim.plan import objective as objectives
 from relsim.plan._common import (
     EXHAUSTIVE_CHECKPOINTS,
     Plan,
@@ -23,8 +24,11 @@ from relsim.scenario import Scenario
 __all__ = ["checkpoints"]
 
 
-def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
-    r"""The checkpoint spacing ``every = k`` of least expected cost with success >= target.
+def checkpoints(
+    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+) -> Plan:
+    r"""The checkpoint spacing ``every = k`` of least expected cost with success >= target;
+    with ``objective="utility"``, the spacing of largest expected utility.
 
     The scenario must have a ``[checkpoints]`` table (its ``detect``, ``false_alarm``,
     ``rollbacks``, ``at`` and ``final`` are kept). Every ``k`` in ``1..steps`` is tried up to
@@ -42,6 +46,10 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
     lost on average); in this model the whole segment is redone, and the optimum is about
     :math:`1/\sqrt{2}` of it.
 
+    ``objective="expected_cost"`` is the default; ``objective="utility"`` (the scenario needs
+    a ``[utility]`` table) judges the same spacings by expected utility, with no target to
+    meet; among equals (within ``1e-12``) the fewest checks, the larger ``k``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 20, "p": 0.98, "checkpoints": {"every": 1,
@@ -49,7 +57,11 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
     >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
     10
     """
-    goal = goal_of(scenario, target, "checkpoints")
+    use_utility = objectives.check_objective("checkpoints", objective) == "utility"
+    if use_utility:
+        goal = objectives.utility_target(scenario, target, "checkpoints")
+    else:
+        goal = goal_of(scenario, target, "checkpoints")
     if scenario.checkpoints is None:
         raise RelsimError(
             "checkpoints: must be a [checkpoints] table in the scenario (with detect, "
@@ -72,6 +84,9 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
         outcome(k)
 
     def best_of() -> int | None:
+        if use_utility:  # every spacing is a candidate; among equals the fewest checks
+            return objectives.best_by_utility(sorted(results), outcome, lambda k: -k)
+        assert goal is not None
         feasible_ks = [k for k, o in results.items() if meets_goal(outcome_success(o), goal)]
         if not feasible_ks:
             return None
@@ -88,8 +103,16 @@ def checkpoints(scenario: Scenario, target: float | None = None) -> Plan:
             if new_best == best:
                 break
             best = new_best
+    if best is not None and use_utility:
+        method = ("every spacing (exact)" if n <= EXHAUSTIVE_CHECKPOINTS else
+                  "a geometric grid and a walk to the best neighbour")
+        return objectives.utility_plan("checkpoints", best, with_every(scenario, best), goal,
+                                       {"method": method})
     if best is not None:
-        return make_plan("checkpoints", best, with_every(scenario, best), goal, feasible=True)
+        details = {} if objective is None else {"objective": objective}
+        return make_plan("checkpoints", best, with_every(scenario, best), goal, feasible=True,
+                         details=details)
+    assert goal is not None
     top = max(results, key=lambda k: (results[k].success, k))
     ceiling = results[top].success
 

@@ -92,6 +92,11 @@ class Context:
             keys = ["retries.per_step", "verifier.miss", "verifier.false_reject", "p"]
         if s.checkpoints is not None:
             keys.append("checkpoints.every")
+        # no one key to vary: each class has its own p, each failure mode its own miss
+        if s.classes:
+            keys.remove("p")
+        if s.failure_modes and "verifier.miss" in keys:
+            keys.remove("verifier.miss")
         return {key: curve(s, key, also=_also(self, key)) for key in keys}
 
     @property
@@ -133,10 +138,18 @@ def outcome(ctx: Context) -> Section:
         ("success", o.success),
         ("silent failure (wrong, and nobody caught it)", o.silent_failure),
         ("detected failure (stopped, the failure is known)", o.detected_failure),
+    ]
+    if o.infra_failure or ctx.scenario.faults is not None:
+        rows.append(("infrastructure failure (the budget ran out on a lost attempt)",
+                     o.infra_failure))
+    rows += [
         ("attempts per trial", o.expected_attempts),
         (f"cost per trial{ctx.unit}", o.expected_cost),
         (f"cost per success{ctx.unit}", o.cost_per_success),
     ]
+    if o.expected_utility is not None:
+        rows.append(("expected utility (the [utility] table's value of the outcomes)",
+                     o.expected_utility))
     results: dict[str, Any] = {"this design": o}
     best = ctx.levers.iloc[0] if len(ctx.levers) and ctx.levers.iloc[0]["delta_success"] > 0 else None
     if best is not None:
@@ -154,10 +167,35 @@ def outcome(ctx: Context) -> Section:
         table(("quantity", "value"), rows, numeric=(False, True)),
         f"<p>Of the trials that fail, {share:.1f}% fail <em>silently</em>: they return a "
         "wrong result that looks like a success.</p>",
-        svg(figure, "outcome", "How trials end: this design"
-            + (" and with its best single change" if best is not None else "")),
     ]
+    if o.silent_by_mode is not None:
+        body.append(_silent_by_mode(ctx, o))
+    body.append(svg(figure, "outcome", "How trials end: this design"
+                    + (" and with its best single change" if best is not None else "")))
     return Section("outcome", "What the design achieves", "\n".join(body), ("outcome",))
+
+
+def _silent_by_mode(ctx: Context, o: "Outcome") -> str:
+    """The silent failures by failure mode: each mode's share of all trials, of the silent
+    failures, and a bar of the latter (in text, so it prints and reads without the figure)."""
+    assert o.silent_by_mode is not None
+    modes = {m.name: m for m in ctx.scenario.failure_modes}
+    rows = []
+    for name, value in o.silent_by_mode.items():
+        part = value / o.silent_failure if o.silent_failure > 0 else 0.0
+        mode = modes.get(name)
+        miss = None if mode is None else mode.miss
+        rows.append((name, miss, value, 100 * part,
+                     "\u2588" * int(round(20 * part)) or "\u00b7"))
+    return (
+        "<p>The silent failures by failure mode (each counted under the mode of its first "
+        "accepted wrong result): the share of all trials, and of the silent failures. The "
+        "mode that ships most is the one to catch first (<code>relsim levers</code> halves "
+        "each mode's miss in turn).</p>\n"
+        + table(("failure mode", "miss", "silent failure (share of trials)",
+                 "of the silent failures (%)", ""), rows,
+                numeric=(False, True, True, True, False))
+    )
 
 
 #: The target table's rows: planner quantity -> (words, the scenario key it sets).

@@ -257,6 +257,14 @@ def _ignored(ctx: "Context") -> str:
         words.append("checkpoints and rollbacks")
     if model.has_random_effects or model.has_confusion:
         words.append("correlated errors")
+    # docs/model.md section 8: the explorer starts from class 0's rung 0 (the compiled p)
+    for present, name in ((model.classes > 1, "a mixture of task classes"),
+                          (model.rungs > 0, "an escalation ladder"),
+                          (model.samples > 1, "samples per attempt"),
+                          (model.modes > 0, "failure modes"),
+                          (model.fault > 0.0, "attempt faults")):
+        if present:
+            words.append(name)
     return ", ".join(words)
 
 
