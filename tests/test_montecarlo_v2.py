@@ -422,6 +422,58 @@ def test_classes_with_checkpoints_confusion_and_random_effects_agree_with_the_ex
     assert_told_apart(out, _from_outcome(other))
 
 
+# ------------------------------------------------------------------ several steps: brute force
+# Three steps with every table and section 3's checkpoints, rollbacks, task-wide budget and
+# confusion: tests/section8_brute.py enumerates every draw of the pseudo-code (no relsim code).
+MULTI_STEP = {
+    "steps": 3,
+    "verifier": {"false_reject": 0.1},
+    "retries": {"per_step": 2, "total": 3},
+    "checkpoints": {"every": 2, "final": True, "false_alarm": 0.1, "rollbacks": 1},
+    "correlation": {"confusion": {"enter": 0.5, "recover": 0.4, "factor": 0.7}},
+    "classes": [{"weight": 0.7, "p": [0.9, 0.8, 0.85]}, {"weight": 0.3, "p": 0.5}],
+    "escalation": {"after": [1], "p": [0.95], "attempt_cost": [3.0]},
+    "failure_modes": [{"name": "tool", "share": 0.4, "miss": 0.2, "detect": 0.8},
+                      {"name": "hallucination", "share": 0.6, "miss": 0.5, "detect": 0.4}],
+    "faults": {"attempt": 0.05},
+    "cost": {"attempt": [1.0, 2.0, 1.0], "verify": 0.5, "checkpoint": 0.3, "rollback": 0.7},
+    "utility": {"silent_failure": -2.0, "detected_failure": -0.5, "infra_failure": -0.1,
+                "cost_weight": 0.01},
+}
+
+
+def brute(data: dict) -> dict:
+    from section8_brute import brute_force
+
+    return brute_force(copy.deepcopy(data))
+
+
+@pytest.mark.parametrize("sampling", [{"n": 3, "wrong_answers": 2},
+                                      {"n": 2, "select": "verifier"},
+                                      {"n": 4, "wrong_answers": "distinct"}])
+def test_several_steps_with_every_table_agree_with_the_brute_force(sampling):
+    data = {**MULTI_STEP, "sampling": sampling}
+    out = simulate(data, TRIALS, seed=18)
+    assert_agrees(out, brute(data))
+    # negative control: the two modes' detect swapped
+    swapped = copy.deepcopy(data)
+    for mode, detect in zip(swapped["failure_modes"], (0.4, 0.8)):
+        mode["detect"] = detect
+    assert_told_apart(out, brute(swapped))
+
+
+def test_every_table_with_random_effects_agrees_with_the_exact_engine():
+    from test_trial_model import V2  # section 3's every feature with section 8's every table
+
+    exact = relsim.evaluate(V2)
+    want = {**_from_outcome(exact), "silent_by_mode": dict(exact.silent_by_mode),
+            "expected_utility": exact.expected_utility}
+    out = simulate(V2, TRIALS, seed=19)
+    assert_agrees(out, want)
+    other = relsim.evaluate({**V2, "faults": {"attempt": 0.07}})
+    assert_told_apart(out, _from_outcome(other))
+
+
 # ------------------------------------------------------------------ the kernel's own laws
 @pytest.mark.parametrize("case", ["R2", "R7"])
 def test_on_a_section_3_scenario_it_agrees_with_the_general_kernel(case, monkeypatch):

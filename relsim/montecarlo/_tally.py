@@ -271,16 +271,19 @@ def _utility_se(estimates: Estimates, utility: np.ndarray, cost_unit: float) -> 
     n = e.trials
     values = [float(v) for v in utility[: len(e.by_outcome)]]  # the timeout's is unused here
     weight = float(utility[-1]) * cost_unit  # the moments are in the kernels' cost unit
+    # Var(U) / scale**2, so that costs near the float range do not overflow when squared
+    scale = max(1.0, abs(weight))
     shares = [count / n for count in e.by_outcome]
-    mean_value = math.fsum(v * p for v, p in zip(values, shares))
-    variance = math.fsum(v * v * p for v, p in zip(values, shares)) - mean_value**2
+    mean_value = math.fsum(v / scale * p for v, p in zip(values, shares))
+    variance = math.fsum((v / scale) ** 2 * p for v, p in zip(values, shares)) - mean_value**2
     if weight:
-        covariance = math.fsum(v * c for v, c in zip(values, e.cov_cost_outcome))
-        variance += weight * weight * e.var_cost - 2.0 * weight * covariance
+        covariance = math.fsum(v / scale * c for v, c in zip(values, e.cov_cost_outcome))
+        share = weight / scale
+        variance += share * share * e.var_cost - 2.0 * share * covariance
     if math.isnan(variance):  # a cost beyond the float range: undefined, as cost's own
         return math.nan
     sample = n / (n - 1) if n > 1 else math.nan
-    return math.sqrt(max(0.0, variance) * sample / n)
+    return scale * math.sqrt(max(0.0, variance) * sample / n)
 
 
 def _as_tally(estimates: Estimates, cost_unit: float, mode_names: tuple[str, ...] = ()) -> Tally:
