@@ -24,7 +24,7 @@ from relsim.errors import RelsimError, invalid
 from relsim.limits import WorkEstimate, format_seconds, memory_limit, time_limit
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.montecarlo._checks import available_cores, block_state
-from relsim.montecarlo._estimate import expected_work, work_estimate
+from relsim.montecarlo._estimate import draws_per_attempt, expected_work, work_estimate
 from relsim.montecarlo._inputs import KernelInput, kernel_input
 from relsim.montecarlo._layout import STATE_WORDS, BlockSums, Histogram, Record, Streams
 from relsim.montecarlo._tally import ExactTally, GeneralResult, StreamTally, simulated_outcome
@@ -47,9 +47,10 @@ TRIAL_LIMIT = 1.0
 
 _DEFAULT_MAX_BLOCKS_PER_TASK = 16
 
-# Tests set this to run every scenario through the general kernel (which must then agree with
-# the fast one in distribution).
+# Tests set these to run every scenario through the general kernel, or the kernel of section
+# 8's tables (which must then agree with the others in distribution).
 _FORCE_GENERAL = False
+_FORCE_V2 = False
 
 
 def simulate(
@@ -64,8 +65,9 @@ def simulate(
 ) -> SimulatedOutcome:
     r"""Estimate a scenario's outcome by simulating ``trials`` independent trials.
 
-    Each trial follows docs/model.md section 3 exactly. The proportions are the outcome
-    frequencies, with binomial standard errors and Wilson 95% intervals,
+    Each trial follows docs/model.md section 3 exactly (and section 8 with its tables). The
+    proportions are the outcome frequencies, with binomial standard errors and Wilson 95%
+    intervals,
 
     .. math::
 
@@ -101,7 +103,10 @@ def simulate(
         result was wrong, NA if none), ``caught_at`` (the checkpoint position that first caught
         a wrong segment, NA if none) and ``stopped_at`` (for a detected failure, the step whose
         retries ran out or the checkpoint position whose catch found no rollback left; NA
-        otherwise). The rows are the first trials of the same stream that is counted.
+        otherwise); with classes also ``task_class`` (the class drawn, 0-based) and with
+        failure modes ``failure_mode`` (a silent failure's mode, its index in the scenario's
+        list; NA otherwise). The rows are the first trials of the same stream that is
+        counted.
     chunk_size : int or None
         Trials per task given to a thread, ``>= 1``, rounded up to whole blocks of
         ``BLOCK_TRIALS``; ``None`` picks a size that keeps every thread busy. It changes only
@@ -115,7 +120,10 @@ def simulate(
     relsim.SimulatedOutcome
         An ``Outcome`` (``method`` ``"montecarlo"``) with ``standard_errors`` and
         ``intervals`` for every key, ``percentiles`` of per-trial ``cost`` and ``attempts``
-        (p50, p90, p99), ``trials``, ``seed``, ``partial`` and ``trajectories``.
+        (p50, p90, p99), ``trials``, ``seed``, ``partial`` and ``trajectories``. With failure
+        modes, ``silent_by_mode`` (each mode's share of all trials, a share like the others,
+        under ``silent_by_mode_<name>`` in ``standard_errors`` and ``intervals``); with
+        ``[utility]``, ``expected_utility`` with its standard error and normal interval.
 
     Raises
     ------
@@ -125,14 +133,23 @@ def simulate(
 
     Notes
     -----
-    Two kernels draw the trials. Scenarios without checkpoints, confusion or random effects
+    Three kernels draw the trials. Scenarios without checkpoints, confusion or random effects
     whose attempts all cost the same run on a fast one that keeps the exact joint histogram
     of outcome and attempts per trial (a trial's cost is then ``attempts * cost``) and draws
     each step execution at once, its attempts and how it ends, from one 32-bit uniform; the
-    others run on the general one, one draw per attempt. Every probability is drawn to within
+    others run on the general one, one draw per attempt. Scenarios with docs/model.md
+    section 8's tables (classes, an escalation ladder, samples, failure modes, faults) run on
+    a third that follows section 8's pseudo-code, one draw per sample; ``[utility]`` alone
+    changes no trial and keeps the kernel it had. Every probability is drawn to within
     2**-32 (2.3e-10), structural zeros and certainties exactly, and the random effects'
     normals by an exact ziggurat. (Since issue 22: a seed gives other numbers than before
     it, with the same distribution.)
+
+    The utility's standard error is that of the mean per-trial utility :math:`U = v_O - wC`
+    (the value of the trial's outcome less ``cost_weight`` times its cost), computed from
+    the outcome counts and the covariance of cost with each outcome, which every kernel
+    tallies: :math:`\mathrm{Var}(U) = \mathrm{Var}(v_O) + w^2\mathrm{Var}(C) - 2w\sum_o
+    v_o \mathrm{Cov}(C, 1[O = o])`.
 
     Percentiles are the inverted-CDF quantiles (the value of the ``ceil(q N)``-th smallest
     trial, numpy's ``method="inverted_cdf"``). On the fast kernel they are exact. On the
@@ -198,9 +215,8 @@ def simulate(
     estimate.check("trials", _advice(trials, estimate))
 
     model = trial_model(scenario)
-    model.refuse_design_tables("relsim.simulate")
-    prepared = kernel_input(model, force_general=_FORCE_GENERAL)
-    kernel = _Kernel(prepared, expected_work(model)[0])
+    prepared = kernel_input(model, force_general=_FORCE_GENERAL, force_v2=_FORCE_V2)
+    kernel = _Kernel(prepared, expected_work(model)[0] * draws_per_attempt(model))
     n_blocks = -(-trials // BLOCK_TRIALS)
     if blocks_per_task is None:
         blocks_per_task = min(_DEFAULT_MAX_BLOCKS_PER_TASK, max(1, -(-n_blocks // (4 * threads))))
@@ -237,8 +253,10 @@ def simulate(
         # to the first trial that did not run (its outcome is still -1).
         unfilled = np.flatnonzero(recorded.outcome < 0)
         rows = int(unfilled[0]) if unfilled.size else record
-        frame = trajectories(recorded.rows(slice(0, rows)), prepared.cost_unit)
-    return simulated_outcome(merged.estimates(), seed_value, partial, frame, prepared.cost_unit)
+        frame = trajectories(recorded.rows(slice(0, rows)), prepared.cost_unit, model)
+    return simulated_outcome(
+        merged.estimates(), seed_value, partial, frame, prepared.cost_unit, model
+    )
 
 
 def _advice(trials: int, estimate: WorkEstimate) -> str:
@@ -260,10 +278,14 @@ class _Kernel:
         from relsim.montecarlo import _kernels  # numba: only when something is simulated
 
         self.prepared = prepared
-        # The two kernels take different arrays; both return True once their trials are done.
-        self._function: Callable[..., bool] = (
-            _kernels.run_simple if prepared.exact else _kernels.run_general
-        )
+        # The kernels take different arrays; each returns True once its trials are done.
+        self._function: Callable[..., bool]
+        if prepared.tables is not None:
+            from relsim.montecarlo import _kernel_v2
+
+            self._function = _kernel_v2.run_v2
+        else:
+            self._function = _kernels.run_simple if prepared.exact else _kernels.run_general
         # Trials per kernel call: a slice of some 10-50 ms, after which a stop is seen.
         attempts = SIMPLE_SLICE if prepared.exact else GENERAL_SLICE
         self._budget = max(1, int(attempts / max(1.0, attempts_per_trial)))
@@ -303,7 +325,18 @@ class _Kernel:
             ) and not stop.is_set:
                 pass
             return counts
-        result = GeneralResult(BlockSums.zeros(len(blocks)), Histogram.empty(), Histogram.empty())
+        tables = self.prepared.tables
+        modes = 0 if tables is None else tables.mode_detect.shape[0]
+        result = GeneralResult(
+            BlockSums.zeros(len(blocks), modes), Histogram.empty(), Histogram.empty()
+        )
+        if tables is not None:
+            while not self._function(
+                streams, block_trials, design, tables, result.sums, result.cost_hist,
+                result.attempts_hist, record, self._budget,
+            ) and not stop.is_set:
+                pass
+            return result
         while not self._function(
             streams, block_trials, design, result.sums, result.cost_hist, result.attempts_hist,
             record, self._budget,

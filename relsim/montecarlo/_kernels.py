@@ -15,7 +15,10 @@ Two kernels:
   inverted through the step's table, the counting done for the 64 at once (numba vectorizes
   it); a trial that runs out of retries, needs a longer execution than the vector pass counts,
   or meets the task-wide budget is replayed one execution at a time from the same uniforms.
-- ``run_general``, for everything: the pseudo-code line by line, one draw per attempt.
+- ``run_general``, for everything else: the pseudo-code line by line, one draw per attempt.
+
+Scenarios with section 8's tables run on a third kernel, ``_kernel_v2.run_v2``, so that these
+two keep their trials and their speed.
 """
 
 from __future__ import annotations
@@ -446,6 +449,7 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
         sum_cost = sums.cost[block]
         sum_cost_sq = sums.cost_sq[block]
         sum_cost_success = sums.cost_success[block]
+        sum_cost_silent = sums.cost_silent[block]
         for trial in range(start, end):
             task_effect = 0.0
             if task_sd > 0.0:
@@ -556,6 +560,8 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
             sum_cost_sq += d * d
             if outcome == SUCCESS:
                 sum_cost_success += d
+            elif outcome == SILENT_FAILURE:  # with the success's: the utility's error
+                sum_cost_silent += d
             _hist_add(cost_counts, cost_lows, cost_highs, cost_offset, mantissa_drop, cost)
             _hist_add(attempts_counts, attempts_lows, attempts_highs, attempts_offset,
                       mantissa_drop, float(attempts))
@@ -573,6 +579,7 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
         sums.cost[block] = sum_cost
         sums.cost_sq[block] = sum_cost_sq
         sums.cost_success[block] = sum_cost_success
+        sums.cost_silent[block] = sum_cost_silent
         remaining -= end - start
         first_row += n_trials
         if remaining == 0:

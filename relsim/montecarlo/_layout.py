@@ -23,9 +23,10 @@ SCALE32 = 4294967296.0  # 2**32
 FULL32 = np.int64(4294967296)
 SCALE = 9007199254740992.0  # 2**53
 
-# Outcome codes (also the order of the trajectories' "outcome" categories).
-SUCCESS, SILENT_FAILURE, DETECTED_FAILURE = 0, 1, 2
-OUTCOME_NAMES = ("success", "silent_failure", "detected_failure")
+# Outcome codes (also the order of the trajectories' "outcome" categories). Only the kernel
+# of section 8's tables (``_kernel_v2``) ends a trial as an infrastructure failure.
+SUCCESS, SILENT_FAILURE, DETECTED_FAILURE, INFRA_FAILURE = 0, 1, 2, 3
+OUTCOME_NAMES = ("success", "silent_failure", "detected_failure", "infra_failure")
 
 # Log-linear histogram (HDR-style) for per-trial cost and attempts: bin 0 holds exact zeros,
 # bin 1 everything below the window, then OCTAVES octaves of 2**SUB_BITS equal bins each,
@@ -79,6 +80,26 @@ class Design(NamedTuple):
     attempts_offset: int  # histogram_offset of the attempts histogram
     cost_offset: int  # histogram_offset of the cost histogram
     mantissa_drop: int  # MANTISSA_DROP
+
+
+class Tables(NamedTuple):
+    """docs/model.md section 8's tables as ``_kernel_v2`` reads them (besides a ``Design``);
+    built by ``_inputs`` from the compiled model. ``C`` classes, ``K`` rungs above rung 0,
+    ``M`` failure modes; costs in the model's cost unit."""
+
+    class_cumulative: np.ndarray  # (C,) float64: cumulative class weights, the last 1
+    rung_after: np.ndarray  # (K,) int64: rung k + 1 from attempt rung_after[k] (0-based) on
+    rung_p: np.ndarray  # (C, K + 1, steps) float64
+    rung_logit_p: np.ndarray  # (C, K + 1, steps) float64; 0 where fixed
+    rung_p_fixed: np.ndarray  # (C, K + 1, steps) bool
+    rung_cost: np.ndarray  # (K + 1, steps) float64: one sample's attempt cost
+    verify_cost: float  # one verification
+    samples: int
+    vote: bool  # a plurality vote over the samples (with samples > 1)
+    wrong_answers: int  # 0: every wrong sample differs
+    mode_cumulative: np.ndarray  # (M,) float64: cumulative P(mode | wrong and accepted)
+    mode_detect: np.ndarray  # (M,) float64
+    fault: float
 
 
 #: xoshiro256++ streams in a block's generator (``_kernels``): the fast kernel steps them
@@ -135,9 +156,12 @@ class Histogram(NamedTuple):
 
 
 class BlockSums(NamedTuple):
-    """Per-block sums the general kernel fills, one entry per block of the call.
+    """Per-block sums the general kernels fill, one entry per block of the call.
 
-    The float sums are of values shifted by ``Design.attempts_shift`` / ``cost_shift``.
+    The float sums are of values shifted by ``Design.attempts_shift`` / ``cost_shift``. The
+    sums by outcome give the covariance of cost with each outcome, which the utility's
+    standard error needs (the detected failures' is the rest); ``run_general`` leaves the
+    infrastructure failures and the modes at zero (its scenarios have neither).
     """
 
     trials: np.ndarray  # int64
@@ -149,12 +173,18 @@ class BlockSums(NamedTuple):
     cost: np.ndarray  # float64: sum of (cost - shift)
     cost_sq: np.ndarray  # float64: sum of (cost - shift)**2
     cost_success: np.ndarray  # float64: sum of (cost - shift) over successes
+    cost_silent: np.ndarray  # float64: ... over silent failures
+    infra_failure: np.ndarray  # int64
+    cost_infra: np.ndarray  # float64: ... over infrastructure failures
+    silent_by_mode: np.ndarray  # (blocks, modes) int64: silent failures under each mode
 
     @classmethod
-    def zeros(cls, blocks: int) -> "BlockSums":
-        ints = [np.zeros(blocks, np.int64) for _ in range(5)]
-        floats = [np.zeros(blocks, np.float64) for _ in range(4)]
-        return cls(*ints, *floats)
+    def zeros(cls, blocks: int, modes: int = 0) -> "BlockSums":
+        counts = ("trials", "success", "silent_failure", "detected_failure", "attempts",
+                  "infra_failure")
+        columns = {name: np.zeros(blocks, np.int64 if name in counts else np.float64)
+                   for name in cls._fields[:-1]}
+        return cls(**columns, silent_by_mode=np.zeros((blocks, modes), np.int64))
 
 
 class Record(NamedTuple):
@@ -168,6 +198,8 @@ class Record(NamedTuple):
     first_wrong_step: np.ndarray  # int64
     caught_at: np.ndarray  # int64
     stopped_at: np.ndarray  # int64
+    task_class: np.ndarray  # int64: the class drawn (``_kernel_v2`` only)
+    failure_mode: np.ndarray  # int64: a silent failure's mode (``_kernel_v2`` only)
 
     @classmethod
     def empty(cls, rows: int) -> "Record":
@@ -175,7 +207,7 @@ class Record(NamedTuple):
             return np.full(rows, -1, dtype=np.int64)
 
         return cls(column(), column(), np.zeros(rows), column(), column(), column(), column(),
-                   column())
+                   column(), column(), column())
 
     def rows(self, part: slice) -> "Record":
         """Views of the rows ``part`` (what a kernel call fills)."""
