@@ -101,7 +101,7 @@ V2 = {
     "utility": {"silent_failure": -2.0, "detected_failure": -0.5, "infra_failure": -0.1,
                 "cost_weight": 0.01},
 }
-_V2_ENGINES: tuple[str, ...] = ()  # the engines that run section 8 (filled in as they do)
+_V2_ENGINES: tuple[str, ...] = ("exact", "montecarlo")  # the engines that run section 8
 
 
 def _v2(path: str, value: object) -> dict:
@@ -129,7 +129,7 @@ ROWS.update({
     "mode_detect": (V2, _v2("failure_modes", _modes(detect=0.9)), _V2_ENGINES),
     "fault": (V2, _v2("faults.attempt", 0.3), _V2_ENGINES),
     "utility": ({**BASE, "utility": {"silent_failure": -1.0}}, {**BASE, "utility": {"silent_failure": -3.0}},
-                ("exact",)),
+                _V2_ENGINES),
 })
 # Until every engine runs section 8, the rows that need its tables hold the engines that do.
 for _field in ("class_weight", "rung_p"):
