@@ -164,11 +164,31 @@ def _edit(**changes):
     return apply
 
 
+def _mode(index: int, **changes):
+    """A change to one failure mode of the file."""
+
+    def apply(data: dict) -> dict:
+        modes = [dict(m) for m in data["failure_modes"]]
+        modes[index].update(changes)
+        return {**data, "failure_modes": modes}
+
+    return apply
+
+
 SAME = _edit()
 INDEPENDENT = _edit(correlation=None)
 NO_CHECKPOINTS = _edit(checkpoints=None)
 
 CLAIMS = {
+    "cascade.toml": [
+        (SAME, "success", "97.77%"),
+        (SAME, "cost_per_success", "8.02"),
+        (_edit(escalation=None, p=0.95, cost__attempt=1.0), "success", "99.42%"),
+        (_edit(escalation=None, p=0.95, cost__attempt=1.0), "cost_per_success", "22.68"),
+        (SAME, "silent_failure", "2.09%"),
+        (_edit(escalation=None, p=0.95, cost__attempt=1.0), "silent_failure", "0.54%"),
+        (_edit(verifier__miss=0.02), "success", "91.75%"),
+    ],
     "checkpoint_spacing.toml": [
         (SAME, "expected_cost", "62.0"),
         (_edit(checkpoints__every=10), "expected_cost", "58.7"),
@@ -203,6 +223,15 @@ CLAIMS = {
     ],
     # the time tables do not change the exact split: the agent alone (test_scenario_files_time.py
     # checks the timeline's numbers, the fleet_rate_limits and support_reviewers ones too)
+    "failure_modes.toml": [
+        (SAME, "success", "88.60%"),
+        (SAME, "silent_failure", "7.20%"),
+        (SAME, "silent_by_mode.hallucination", "7.12%"),
+        (SAME, "silent_by_mode.wrong_format", "0.08%"),
+        (SAME, "infra_failure", "0.83%"),
+        (_mode(1, miss=0.15), "success", "92.10%"),
+        (_mode(1, detect=0.9), "success", "93.36%"),
+    ],
     "flaky_eval_harness.toml": [
         (SAME, "success", "81.2%"),
     ],
@@ -247,6 +276,11 @@ CLAIMS = {
         (_edit(retries__total=10), "success", "99.96%"),
         (_edit(retries__per_step=2), "success", "97.3%"),
     ],
+    "voters.toml": [
+        (SAME, "success", "63.05%"),
+        (_edit(sampling__n=25), "success", "60.68%"),
+        (_edit(sampling__n=25, sampling__wrong_answers=3), "success", "77.77%"),
+    ],
     "verifier_ceiling.toml": [
         (SAME, "success", "75.86%"),
         (_edit(retries__per_step=3), "success", "75.74%"),
@@ -274,7 +308,10 @@ def test_every_number_in_a_comment_is_what_the_engine_gives(name, index):
     change, key, text = CLAIMS[name][index]
     design = Scenario.from_dict(change(_load(name).to_dict()))
     value, decimals = _stated(text)
-    assert round(getattr(evaluate(design), key), decimals) == pytest.approx(value, abs=1e-12)
+    outcome = evaluate(design)
+    table, _, name = key.partition(".")  # silent_by_mode.<mode>
+    got = getattr(outcome, table)[name] if name else getattr(outcome, key)
+    assert round(got, decimals) == pytest.approx(value, abs=1e-12)
 
 
 def _comment(name: str) -> str:
@@ -296,6 +333,7 @@ def test_every_percentage_and_price_in_a_comment_has_a_claim(name):
 #: Numbers a comment quotes that are inputs of the design (a miss rate, a price) or checked
 #: against a closed form in the tests below.
 OUTSIDE = {
+    "cascade.toml": {"97%"},
     "checkpoint_spacing.toml": set(),
     "checkpoints_catch_silent_failures.toml": {"80%"},
     "confused_agent.toml": set(),
@@ -305,6 +343,8 @@ OUTSIDE = {
     # intervals' confidence (95%), and the shares and utilisations of a run, checked in
     # test_scenario_files_time.py
     "flaky_eval_harness.toml": {"10%", "59%"},
+    # the modes' shares, misses and the checkpoint's detect, and the faults' rate: inputs
+    "failure_modes.toml": {"30%", "20%", "5%", "3%", "90%"},
     "fleet_rate_limits.toml": {"5%", "95%"},
     "human_gate.toml": {"20%", "95%"},
     "lesson_25_steps.toml": {"99%", "95%"},
@@ -315,6 +355,8 @@ OUTSIDE = {
     "stroebl.toml": {"58%", "42%"},
     "support_reviewers.toml": {"85%", "90%", "100%", "57%", "43%", "80%", "2%", "95%"},
     "verifier_ceiling.toml": {"10%", "75.9%", "95%"},
+    # the mixture's weights (inputs) and the share of easy tasks the vote falls back to
+    "voters.toml": {"60%", "40%"},
 }
 
 

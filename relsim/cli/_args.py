@@ -151,3 +151,27 @@ def progress_bar(total: int | None, unit: str = "trial") -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False)
+
+
+# ------------------------------------------------------------------- outcome summaries
+def steps_text(steps: int) -> str:
+    return "1 step" if steps == 1 else f"{steps} steps"
+
+
+def outcome_rows(scenario: Any, outcome: Any) -> list[tuple[str, str]]:
+    """The shares a summary prints, as (key, label): section 3's three, the infrastructure
+    failures when the scenario has faults, and each failure mode's silent share."""
+    rows = [("success", "success"), ("silent_failure", "silent failure")]
+    for name in outcome.silent_by_mode or {}:
+        rows.append((f"silent_by_mode:{name}", f"  {name}"))
+    rows.append(("detected_failure", "detected failure"))
+    if scenario.faults is not None:
+        rows.append(("infra_failure", "infra failure"))
+    return rows
+
+
+def outcome_value(outcome: Any, key: str) -> float:
+    """The value of a row of :func:`outcome_rows`."""
+    if key.startswith("silent_by_mode:"):
+        return float(outcome.silent_by_mode[key.split(":", 1)[1]])
+    return float(getattr(outcome, key))

@@ -21,7 +21,15 @@ import argparse
 import math
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, print_json, unit_suffix
+from relsim.cli._args import (
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    outcome_rows,
+    outcome_value,
+    print_json,
+    steps_text,
+    unit_suffix,
+)
 from relsim.cli._time import warn_time_ignored
 from relsim.errors import RelsimError
 
@@ -79,7 +87,7 @@ def meets(outcome: Any, target: float) -> bool:
     failure probability where it is small (:func:`relsim.formulas.meets_target`)."""
     from relsim.formulas import meets_target
 
-    failure = outcome.silent_failure + outcome.detected_failure
+    failure = outcome.silent_failure + outcome.detected_failure + outcome.infra_failure
     if failure < 0.5:
         log_success = math.log1p(-failure)
     else:
@@ -90,19 +98,17 @@ def meets(outcome: Any, target: float) -> bool:
 def summary(scenario: Any, path: str, outcome: Any) -> str:
     """The readable report of one exact evaluation."""
     title = scenario.name or path
-    lines = [f"{title}: {scenario.steps} steps, exact", ""]
-    for key, label in (
-        ("success", "success"),
-        ("silent_failure", "silent failure"),
-        ("detected_failure", "detected failure"),
-    ):
-        value = getattr(outcome, key)
+    lines = [f"{title}: {steps_text(scenario.steps)}, exact", ""]
+    for key, label in outcome_rows(scenario, outcome):
+        value = outcome_value(outcome, key)
         lines.append(f"{label:20} {value:>10.6f}   {100 * value:6.2f}%")
     lines.append("")
     lines.append(f"{'attempts per trial':20} {_number(outcome.expected_attempts):>10}")
     unit = unit_suffix(scenario)
     lines.append(f"{'cost per trial':20} {_number(outcome.expected_cost):>10}{unit}")
     lines.append(f"{'cost per success':20} {_number(outcome.cost_per_success):>10}{unit}")
+    if outcome.expected_utility is not None:
+        lines.append(f"{'expected utility':20} {_number(outcome.expected_utility):>10}")
     if scenario.target is not None:
         lines.append("")
         margin = outcome.success - scenario.target

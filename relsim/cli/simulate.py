@@ -24,7 +24,17 @@ import sys
 import warnings
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, progress_bar, unit_suffix
+from relsim.cli._args import (
+    EXIT_OK,
+    nonnegative_int,
+    outcome_rows,
+    outcome_value,
+    positive_int,
+    print_json,
+    progress_bar,
+    steps_text,
+    unit_suffix,
+)
 from relsim.cli._time import warn_time_ignored
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
@@ -125,15 +135,20 @@ def _summary(scenario: Any, path: str, outcome: Any) -> str:
     lines = []
     if outcome.partial:
         lines.append(f"PARTIAL RESULT: interrupted after {outcome.trials:,} trials")
-    lines.append(f"{title}: {scenario.steps} steps, Monte Carlo")
+    lines.append(f"{title}: {steps_text(scenario.steps)}, Monte Carlo")
     lines.append(f"trials {outcome.trials:,}   seed {outcome.seed}")
     lines.append("")
     lines.append(f"{'':20} {'estimate':>12} {'std error':>11}   95% interval")
     unit = unit_suffix(scenario)
-    for key, label in _ROWS:
-        value = getattr(outcome, key)
-        se = outcome.standard_errors.get(key, math.nan)
-        low, high = outcome.intervals.get(key, (math.nan, math.nan))
+    shares = outcome_rows(scenario, outcome)
+    rows = [*shares, *_ROWS[3:]]
+    if outcome.expected_utility is not None:
+        rows.append(("expected_utility", "expected utility"))
+    for key, label in rows:
+        value = outcome_value(outcome, key)
+        name = key.replace(":", "_")  # silent_by_mode:<name> is filed as silent_by_mode_<name>
+        se = outcome.standard_errors.get(name, math.nan)
+        low, high = outcome.intervals.get(name, (math.nan, math.nan))
         lines.append(f"{label:20} {_number(value):>12} {_number(se):>11}   [{_number(low)}, {_number(high)}]"
                      + (unit if "cost" in key else ""))
     lines.append("")
