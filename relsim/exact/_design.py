@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -113,14 +113,18 @@ class DesignModel:
 
     def step_key(self, step: int) -> tuple:
         """Steps with equal keys share a kernel."""
+        return self.keys[step]
+
+    @cached_property
+    def keys(self) -> list[tuple]:
         m = self.chain.trial
-        return (
-            tuple(m.rung_p[0, :, step].tolist()),
-            tuple(self.attempt_cost[step].tolist()),
-            tuple(self.miss[step].tolist()),
-            float(m.false_reject[step]),
-            int(self.chain.cap[step]),
-        )
+        return list(zip(
+            map(tuple, m.rung_p[0].T.tolist()),
+            map(tuple, self.attempt_cost.tolist()),
+            map(tuple, self.miss.tolist()),
+            m.false_reject.tolist(),
+            self.chain.cap.tolist(),
+        ))
 
 
 def vote_weights(samples: int, wrong_answers: int) -> np.ndarray:
@@ -480,17 +484,19 @@ def _execute(
     for k in range(n_shift):
         shifted[:, k, ..., k:] = state[..., : n_r - k]
     out = move @ shifted.reshape(n_z, n_shift * n_in, n_d * n_r)
+    # Running out of retries depends on the confusion state and the retries used alone.
+    # (Sums of slices: numpy reduces a short middle axis slowly.)
     by_conf = state[:, :c]
     for first in range(c, n_in, c):
         by_conf = by_conf + state[:, first : first + c]
-    by_conf = by_conf.sum(axis=2).reshape(n_z, -1)  # (z, C * R)
-    lost = (by_conf[:, None] @ kernel.lost)[:, 0]  # (z, 4)
-    result[DETECTED] += lost[:, 0]
-    result[INFRA] += lost[:, 1]
-    result[ATTEMPTS] += lost[:, 2]
-    result[COST] += lost[:, 3]
+    by_doomed = by_conf[:, :, 0]
+    for doomed in range(1, n_d):
+        by_doomed = by_doomed + by_conf[:, :, doomed]
+    by_conf = by_doomed.reshape(n_z, -1)  # (z, C * R)
+    lost = (by_conf[:, None] @ kernel.lost)[:, 0].T  # (4, z)
+    result[[DETECTED, INFRA, ATTEMPTS, COST]] += lost
     if checkpoint:
-        result[COST] += chain.checkpoint_cost * (by_conf.sum(axis=1) - lost[:, 0] - lost[:, 1])
+        result[COST] += chain.checkpoint_cost * (by_conf.sum(axis=1) - lost[0] - lost[1])
     return out.reshape(n_z, -1, n_d, n_r)
 
 
