@@ -117,6 +117,22 @@ TABLES = ("classes", "escalation", "vote", "vote_ties", "vote_distinct", "select
 GRID = [(b, t) for b, t in itertools.product(BASES, TABLES) if _table(BASES[b], t) is not None]
 
 
+def test_the_oracle_agrees_with_closed_forms_on_section_3():
+    # the oracle's own check, on what relsim.formulas covers: a verified chain with budgets
+    from relsim import formulas
+
+    data = {"steps": 3, "p": [0.9, 0.7, 0.8], "verifier": {"miss": 0.2, "false_reject": 0.1},
+            "retries": {"per_step": 2}}
+    want = formulas.verified_chain([0.9, 0.7, 0.8], 2, miss=0.2, false_reject=0.1)
+    got = brute_force(data)
+    assert got["success"] == pytest.approx(want.success, abs=1e-14)
+    assert got["silent_failure"] == pytest.approx(want.silent_failure, abs=1e-14)
+    assert got["expected_attempts"] == pytest.approx(want.expected_attempts, abs=1e-13)
+    # a binary vote of three with no verifier: the binomial tail
+    assert brute_force({"steps": 1, "p": 0.3, "sampling": {"n": 3}})["success"] == pytest.approx(
+        0.3**3 + 3 * 0.3**2 * 0.7, abs=1e-15)
+
+
 @pytest.mark.parametrize("base, table", GRID)
 def test_each_table_and_all_together_equal_brute_force(base, table):
     data = _table(BASES[base], table)
@@ -351,31 +367,54 @@ def test_many_wrong_answers_approach_distinct_ones():
 
 
 # --------------------------------------------------------------------------- random effects
-def _step_closed_form(p_rungs, after, budget, x, *, samples, wrong_answers, miss, false_reject,
-                      fault):
-    """One step execution at logit shift ``x`` (an array), no confusion: the probability of
-    ending right, wrong, detected and infra, by the sum over attempts (written here)."""
+def _enumerated_vote_weights(samples: int, wrong_answers: int) -> np.ndarray:
+    """P(right wins | K right) by enumerating the wrong samples' picks and the ties."""
     weights = np.zeros(samples + 1)
-    # P(right wins | K right) by enumerating the wrong samples' picks
-    for right in range(samples + 1):
-        wins = 0.0
+    for right in range(1, samples + 1):
         picks = list(itertools.product(range(wrong_answers), repeat=samples - right))
+        wins = 0.0
         for pick in picks:
             counts = [pick.count(a) for a in range(wrong_answers)]
             top = max(counts + [right])
-            if right == top and right > 0:
+            if right == top:
                 wins += 1.0 / (1 + counts.count(top))
         weights[right] = wins / len(picks)
+    return weights
+
+
+@pytest.mark.parametrize("samples, wrong_answers", [
+    (n, w) for n in range(1, 8) for w in range(1, 5)])
+def test_vote_weights_equal_enumeration(samples, wrong_answers):
+    from relsim.exact._design import vote_weights
+
+    assert vote_weights(samples, wrong_answers) == pytest.approx(
+        _enumerated_vote_weights(samples, wrong_answers), abs=1e-14)
+
+
+def _step_closed_form(p_rungs, after, budget, x, *, samples, wrong_answers, select, miss,
+                      false_reject, fault):
+    """One step execution at logit shift ``x`` (an array), no confusion: the probability of
+    ending right, wrong, detected and infra, by the sum over attempts (written here)."""
+    weights = _enumerated_vote_weights(samples, wrong_answers)
     reach = np.ones_like(x)
     out = {key: np.zeros_like(x) for key in ("right", "wrong", "detected", "infra")}
     for j in range(budget + 1):
-        rung = sum(1 for a in after if a <= j)
-        p = 1.0 / (1.0 + np.exp(-(math.log(p_rungs[rung] / (1 - p_rungs[rung])) + x)))
-        win = sum(math.comb(samples, k) * p**k * (1 - p) ** (samples - k) * weights[k]
-                  for k in range(samples + 1))
-        right = (1 - fault) * win * (1 - false_reject)
-        wrong = (1 - fault) * (1 - win) * miss
-        rejected = (1 - fault) * (win * false_reject + (1 - win) * (1 - miss))
+        base = p_rungs[sum(1 for a in after if a <= j)]
+        p = base if base in (0.0, 1.0) else 1.0 / (1.0 + np.exp(-(math.log(base / (1 - base)) + x)))
+        p = np.broadcast_to(p, x.shape)
+        if select == "vote":
+            win = sum(math.comb(samples, k) * p**k * (1 - p) ** (samples - k) * weights[k]
+                      for k in range(samples + 1))
+            right, wrong = win * (1 - false_reject), (1 - win) * miss
+        else:  # the first sample the verifier accepts, in turn
+            right, wrong = np.zeros_like(x), np.zeros_like(x)
+            none_yet = np.ones_like(x)
+            for _ in range(samples):
+                right = right + none_yet * p * (1 - false_reject)
+                wrong = wrong + none_yet * (1 - p) * miss
+                none_yet = none_yet * (p * false_reject + (1 - p) * (1 - miss))
+        right, wrong = (1 - fault) * right, (1 - fault) * wrong
+        rejected = 1 - fault - right - wrong
         out["right"] += reach * right
         out["wrong"] += reach * wrong
         if j == budget:
@@ -385,21 +424,22 @@ def _step_closed_form(p_rungs, after, budget, x, *, samples, wrong_answers, miss
     return out
 
 
-def test_random_effects_against_nested_quadrature():
-    p0, p1 = [0.7, 0.85], [0.9, 0.95]
+@pytest.mark.parametrize("select", ["vote", "verifier"])
+def test_random_effects_against_nested_quadrature(select):
+    p0, p1 = [0.7, 0.85], [0.9, 1.0]  # a rung that is sure (left unshifted) on step 2
     task_sd, step_sd = 0.8, 0.6
-    design = dict(after=[1], budget=2, samples=3, wrong_answers=2, miss=0.3, false_reject=0.1,
-                  fault=0.05)
+    sampling = {"n": 3, "wrong_answers": 2} if select == "vote" else {"n": 2, "select": "verifier"}
+    design = dict(after=[1], budget=2, samples=sampling["n"], wrong_answers=2, select=select,
+                  miss=0.3, false_reject=0.1, fault=0.05)
     data = {"steps": 2, "p": p0, "verifier": {"miss": 0.3, "false_reject": 0.1},
             "retries": {"per_step": 2}, "escalation": {"after": [1], "p": [p1]},
-            "sampling": {"n": 3, "wrong_answers": 2}, "faults": {"attempt": 0.05},
+            "sampling": sampling, "faults": {"attempt": 0.05},
             "correlation": {"task_sd": task_sd, "step_sd": step_sd}}
     z, wz = np.polynomial.hermite_e.hermegauss(80)
     wz = wz / wz.sum()
     shift = task_sd * z[:, None] + step_sd * z[None, :]  # (task node, step node)
-    steps = [{k: (v * wz[None, :]).sum(axis=1) for k, v in _step_closed_form(
-        [p0[i], p1[i]], x=shift, **design).items()} for i in range(2)]
-    first, second = steps
+    first, second = ({k: (v * wz[None, :]).sum(axis=1) for k, v in _step_closed_form(
+        [p0[i], p1[i]], x=shift, **design).items()} for i in range(2))
     accepted = first["right"] + first["wrong"]
     want = {
         "success": first["right"] * second["right"],

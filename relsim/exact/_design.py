@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -113,14 +113,18 @@ class DesignModel:
 
     def step_key(self, step: int) -> tuple:
         """Steps with equal keys share a kernel."""
+        return self.keys[step]
+
+    @cached_property
+    def keys(self) -> list[tuple]:
         m = self.chain.trial
-        return (
-            tuple(m.rung_p[0, :, step].tolist()),
-            tuple(self.attempt_cost[step].tolist()),
-            tuple(self.miss[step].tolist()),
-            float(m.false_reject[step]),
-            int(self.chain.cap[step]),
-        )
+        return list(zip(
+            map(tuple, m.rung_p[0].T.tolist()),
+            map(tuple, self.attempt_cost.tolist()),
+            map(tuple, self.miss.tolist()),
+            m.false_reject.tolist(),
+            self.chain.cap.tolist(),
+        ))
 
 
 def vote_weights(samples: int, wrong_answers: int) -> np.ndarray:
@@ -266,30 +270,31 @@ def design_kernel_values(dm: DesignModel, step: int, shift: np.ndarray) -> np.nd
     accept = values[:, : c * kinds * c].reshape(cap + 1, c, kinds * c, -1)
     detected = values[:, c * kinds * c : c * kinds * c + c]
     infra = values[:, c * kinds * c + c :]
-    reach = None  # R_0 ... R_{k-1}; None for the identity
+    if c == 1:  # 1 x 1 matrices: R_0 ... R_{k-1} is a number per node
+        reach = np.ones(shift.size)
+        for k in range(cap + 1):
+            now, reject = per_rung[int(rungs[k])]
+            accept[k] = reach * now
+            detected[k, 0] = reach * reject[0, 0]
+            infra[k, 0] = reach * m.fault
+            reach = reach * (reject[0, 0] + m.fault)
+        return values
+    power = None  # R_0 ... R_{k-1}; None for the identity
     for k in range(cap + 1):
         now, reject = per_rung[int(rungs[k])]
-        if c == 1:
-            scale = 1.0 if reach is None else reach[0, 0]
-            accept[k] = scale * now
-            detected[k] = scale * reject[:, 0]
-            infra[k, 0] = scale * m.fault
-            step_on = reject[0, 0] + m.fault
-            reach = (step_on if reach is None else reach[0, 0] * step_on)[None, None]
-            continue
-        onward = reject.copy()
+        onward = reject.copy()  # R_k: rejected by the verifier or lost to a fault
         onward[0, 0] += m.fault
         onward[1, 1] += m.fault
-        if reach is None:
+        if power is None:
             accept[k] = now
             detected[k] = reject.sum(axis=1)
             infra[k] = m.fault
-            reach = onward
+            power = onward
         else:
-            accept[k] = _dot(reach, now)
-            detected[k] = _dot(reach, reject).sum(axis=1)
-            infra[k] = m.fault * reach.sum(axis=1)
-            reach = _dot(reach, onward)
+            accept[k] = _dot(power, now)
+            detected[k] = _dot(power, reject).sum(axis=1)
+            infra[k] = m.fault * power.sum(axis=1)
+            power = _dot(power, onward)
     return values
 
 
@@ -367,8 +372,8 @@ def _step_kernel(
     for taint in range(1, kinds):  # a tainted one keeps its first mode
         move[:, taint, :, :, taint] = either
 
-    # Attempt j is reached with the mass of every level from j on; with budget b the
-    # execution makes attempts 0..b.
+    # The mass that reaches attempt j leaves it accepted, rejected (level j's exhaust) or
+    # faulted; with budget b the execution makes attempts 0..b, each costing its rung's.
     reach = accept.sum(axis=(3, 4)) + detected + infra  # (cap + 1, z, c)
     attempts = np.cumsum(reach, axis=0)
     cost = np.cumsum(reach * dm.attempt_cost[step, : cap + 1, None, None], axis=0)
@@ -480,17 +485,19 @@ def _execute(
     for k in range(n_shift):
         shifted[:, k, ..., k:] = state[..., : n_r - k]
     out = move @ shifted.reshape(n_z, n_shift * n_in, n_d * n_r)
+    # Running out of retries depends on the confusion state and the retries used alone.
+    # (Sums of slices: numpy reduces a short middle axis slowly.)
     by_conf = state[:, :c]
     for first in range(c, n_in, c):
         by_conf = by_conf + state[:, first : first + c]
-    by_conf = by_conf.sum(axis=2).reshape(n_z, -1)  # (z, C * R)
-    lost = (by_conf[:, None] @ kernel.lost)[:, 0]  # (z, 4)
-    result[DETECTED] += lost[:, 0]
-    result[INFRA] += lost[:, 1]
-    result[ATTEMPTS] += lost[:, 2]
-    result[COST] += lost[:, 3]
+    by_doomed = by_conf[:, :, 0]
+    for doomed in range(1, n_d):
+        by_doomed = by_doomed + by_conf[:, :, doomed]
+    by_conf = by_doomed.reshape(n_z, -1)  # (z, C * R)
+    lost = (by_conf[:, None] @ kernel.lost)[:, 0].T  # (4, z)
+    result[[DETECTED, INFRA, ATTEMPTS, COST]] += lost
     if checkpoint:
-        result[COST] += chain.checkpoint_cost * (by_conf.sum(axis=1) - lost[:, 0] - lost[:, 1])
+        result[COST] += chain.checkpoint_cost * (by_conf.sum(axis=1) - lost[0] - lost[1])
     return out.reshape(n_z, -1, n_d, n_r)
 
 

@@ -47,19 +47,23 @@ def work_estimate(
     r"""The time and memory ``evaluate`` will take on a scenario, estimated before it starts.
 
     The forward pass holds, for each of :math:`n_z` task-effect nodes, a state over the
-    tainted and confusion states (:math:`2C`), the doomed bit (:math:`D`) and the retries used
-    (:math:`R = 	ext{total} + 1` when the task budget binds, else 1); one execution of a step
-    is a product with :math:`K = 	ext{per\_step} + 1` stacked shifts (1 without a binding
-    total), and the pass makes about :math:`(	ext{rollbacks} + 1)\, n` executions:
+    tainted and confusion states (:math:`2C`), the doomed bit (:math:`D = 2` with checkpoints,
+    else 1) and the retries used
+    (:math:`R = \text{total} + 1` when the task budget binds, else 1); one execution of a step
+    is a product with :math:`K = \text{per\_step} + 1` stacked shifts (1 without a binding
+    total), and the pass makes about :math:`(\text{rollbacks} + 1)\, n` executions:
 
     .. math::
 
-        	ext{memory} pprox 8\,n_z\,2C\,D\,R\,(K + 3 + P)\ 	ext{bytes},\qquad
-        	ext{time} pprox (	ext{rollbacks} + 1)\, n\,
+        \text{memory} \approx 8\,n_z\,2C\,D\,R\,(K + 3 + P)\ \text{bytes},\qquad
+        \text{time} \approx (\text{rollbacks} + 1)\, n\,
             (t_0 + t_1\, n_z (2C + 1)\, K\, 2C\, D R),
 
     plus each distinct step kernel (:math:`P` counts the rollback targets held, one per
-    checkpoint position). The rates :math:`t_0, t_1` were measured on a small, busy machine
+    checkpoint position). With docs/model.md section 8's tables the tainted and doomed bits
+    become failure modes (:math:`2C` becomes :math:`(M + 1) C` and :math:`D = M + 1` with
+    :math:`M \ge 1` modes), each kernel builds every rung's attempts, and the pass runs once
+    per class. The rates :math:`t_0, t_1` were measured on a small, busy machine
     (``benchmarks/limits_calibration.py``); the estimate is meant to be within a few times the
     truth there, to refuse hours and hundreds of GiB, not to time a run.
 
@@ -137,9 +141,9 @@ def work_estimate(
     held = len(positions) * n_z * n_d * n_r if rollbacks and positions else 0
     memory = 8.0 * (kernel_cells + state * (shifts + 3) + held)
 
-    detects = m.mode_detect if design and m.modes else np.array([m.detect])
+    detects = bool(np.any(m.mode_detect > 0)) if design and m.modes else m.detect > 0
     rolls_back = bool(positions) and rollbacks > 0 and (
-        (bool(np.any(detects > 0)) and bool(np.any(m.miss > 0))) or m.false_alarm > 0
+        (detects and bool(np.any(m.miss > 0))) or m.false_alarm > 0
     )
     executions = n * (rollbacks + 1 if rolls_back else 1)
     product = (taints * c + 1) * shifts * taints * c * n_d * n_r  # multiply-adds per node
@@ -158,7 +162,7 @@ def work_estimate(
     per_level = _SECONDS_PER_LEVEL * c * c if c > 1 or design else _SECONDS_PER_LEVEL_ONE_STATE
     kernels = (
         n_kernels * _SECONDS_PER_KERNEL
-        + level_sum * (per_level + _SECONDS_PER_MULTIPLY_ADD * c**3 * taints * points)
+        + level_sum * (per_level + _SECONDS_PER_MULTIPLY_ADD * c**3 * (taints if design else 1) * points)
         + _SECONDS_PER_MULTIPLY_ADD * 2 * n_z * grid * (level_sum * entries)
     )
     if design:  # each rung's attempt matrices: a vote's binomial terms, or the samples in turn
