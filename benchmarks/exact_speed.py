@@ -12,7 +12,11 @@ warm run) for:
 3. growth with the number of steps, with the budgets (per step, total, rollbacks), and with the
    quadrature (random-effect sizes and tolerance; the task-effect node count is printed);
 4. references measured in the same run: the closed forms of relsim.formulas on the cases they
-   cover, as a ratio.
+   cover, as a ratio;
+5. the tables of docs/model.md section 8 on 25 steps, one at a time and all together, as a
+   ratio to the same scenario without them (issue 20: the scenario with two classes, two rungs,
+   a vote of 3 over 2 wrong answers, two failure modes and faults under 0.5 s), without and
+   with checkpoints and random effects.
 
 Times depend on the machine and on what else runs on it; the figures in benchmarks/README.md
 say where they were measured.
@@ -82,7 +86,12 @@ def _header(title: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per case (median kept)")
-    repeat = parser.parse_args().repeat
+    parser.add_argument("--section8", action="store_true", help="only section 5 (model v2)")
+    args = parser.parse_args()
+    repeat = args.repeat
+    if args.section8:
+        _section8(repeat)
+        return
 
     print(f"relsim exact engine, {platform.python_implementation()} {platform.python_version()}, "
           f"numpy {np.__version__}, {os.cpu_count()} CPUs, load average "
@@ -170,6 +179,61 @@ def main() -> None:
         reference = _best(closed, repeat)
         print(f"  {label:44} {1e3 * engine:7.1f} ms {1e3 * reference:7.2f} ms "
               f"{engine / reference:8.1f}x")
+
+    _section8(repeat)
+
+
+#: Section 8's tables, each as it is added to a 25-step scenario (`_section8`).
+SECTION8 = {
+    "classes (2)": {"classes": [{"weight": 0.7, "p": 0.9}, {"weight": 0.3, "p": 0.6}]},
+    "escalation (2 rungs)": {"escalation": {"after": [1, 2], "p": [0.95, 0.99],
+                                            "attempt_cost": [3.0, 10.0]}},
+    "vote of 3 over 2 wrong answers": {"sampling": {"n": 3, "wrong_answers": 2}},
+    "3 samples through the verifier": {"sampling": {"n": 3, "select": "verifier"}},
+    "failure modes (2)": {"failure_modes": [
+        {"name": "tool_error", "share": 0.4, "miss": 0.0},
+        {"name": "hallucination", "share": 0.6, "miss": 0.3}]},
+    "faults": {"faults": {"attempt": 0.02}},
+}
+
+
+def _section8_case(tables: tuple[str, ...], checkpoints: bool, effects: bool) -> dict:
+    """25 steps, a verifier and 3 retries per step, with these section 8 tables."""
+    data: dict = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.1, "false_reject": 0.02},
+                  "retries": {"per_step": 3}, "cost": {"attempt": 1.0, "verify": 0.1}}
+    for name in tables:
+        data.update(SECTION8[name])
+    if "classes (2)" in tables:
+        del data["p"]
+    modes = "failure modes (2)" in tables
+    if modes:
+        del data["verifier"]["miss"]
+    if checkpoints:
+        data["checkpoints"] = {"every": 5, "detect": 0.9, "false_alarm": 0.02, "rollbacks": 3}
+        data["cost"].update(checkpoint=0.5, rollback=1.0)
+        if modes:
+            data["failure_modes"] = [{**data["failure_modes"][0], "detect": 1.0},
+                                     {**data["failure_modes"][1], "detect": 0.5}]
+    if effects:
+        data["correlation"] = {"task_sd": 0.5, "step_sd": 0.5}
+    return data
+
+
+def _section8(repeat: int) -> None:
+    issue = ("classes (2)", "escalation (2 rungs)", "vote of 3 over 2 wrong answers",
+             "failure modes (2)", "faults")
+    for checkpoints, effects, label in [
+        (False, False, "no checkpoints, no random effects"),
+        (True, False, "checkpoints every 5, 3 rollbacks"),
+        (False, True, "task_sd 0.5, step_sd 0.5"),
+        (True, True, "checkpoints and random effects"),
+    ]:
+        _header(f"5. section 8's tables, 25 steps, {label} (ratio to none; limit 0.5 s)")
+        base = _row("none (section 3's engine)", _section8_case((), checkpoints, effects), repeat)
+        for name in SECTION8:
+            _row(name, _section8_case((name,), checkpoints, effects), repeat, base=base)
+        _row("issue 20: classes, rungs, vote, modes, faults",
+             _section8_case(issue, checkpoints, effects), repeat, base=base, limit=0.5)
 
 
 if __name__ == "__main__":

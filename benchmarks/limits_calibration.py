@@ -41,6 +41,24 @@ EXACT_CASES = {
         "steps": 200, "p": 0.9, **{**EVERY, "checkpoints": {"every": 3, "final": True,
                                    "detect": 0.9, "rollbacks": 10}},
         "retries": {"per_step": 3, "total": 200}},
+    # docs/model.md section 8 (issue 20): failure modes widen the state, rungs the kernels
+    "200 steps, every feature and section 8 table, total 40": {
+        "steps": 200, **{**EVERY, "verifier": {"false_reject": 0.1}},
+        "retries": {"per_step": 3, "total": 40},
+        "classes": [{"weight": 0.7, "p": 0.9}, {"weight": 0.3, "p": 0.6}],
+        "escalation": {"after": [1, 2], "p": [0.95, 0.99], "attempt_cost": [3.0, 10.0]},
+        "sampling": {"n": 3, "wrong_answers": 2}, "faults": {"attempt": 0.02},
+        "failure_modes": [{"name": "tool_error", "share": 0.4, "miss": 0.0, "detect": 1.0},
+                          {"name": "hallucination", "share": 0.6, "miss": 0.3, "detect": 0.5}]},
+    "1000 steps, 4 failure modes, checkpoint every 2, 5 rollbacks": {
+        "steps": 1000, "p": 0.95, "verifier": {}, "retries": {"per_step": 2},
+        "checkpoints": {"every": 2, "rollbacks": 5, "false_alarm": 0.1},
+        "failure_modes": [{"name": f"mode {i}", "share": 0.25, "miss": 0.1 * i, "detect": 0.2 * i}
+                          for i in range(4)]},
+    "300 distinct steps, 3 rungs, step_sd 1": {
+        "steps": 300, "p": [0.5 + i / 1000 for i in range(300)], "verifier": {"miss": 0.1},
+        "retries": {"per_step": 5}, "escalation": {"after": [1, 2, 4], "p": [0.9, 0.95, 0.99]},
+        "correlation": {"step_sd": 1.0}},
 }
 MC_CASES = {
     "R1 (simple kernel)": ({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0},

@@ -30,18 +30,27 @@ conditional success is a steep function of ``z`` (a step's failure rate falls li
 shared by every ``z`` node, which converges geometrically for these analytic integrands and
 checks itself against the rule on every other grid point.
 
-The package: ``_chain`` holds the forward pass and the step kernels, ``_work`` the estimate
-of its time and memory; both read the compiled ``relsim.scenario.TrialModel``.
+The tables of docs/model.md section 8 keep this method and widen it (``_design``): a class is
+drawn once per trial, so the outcome is the mixture of one pass per class; a kernel's
+attempts follow the escalation ladder's rungs, draw samples (a vote, or the first the verifier
+accepts) and may fault; the tainted and doomed bits become failure modes; and the pass also
+reports infra failures and silent failures by mode. A scenario without those tables takes
+``_chain``'s pass exactly as before.
+
+The package: ``_chain`` holds the forward pass and the step kernels, ``_design`` their section
+8 forms, ``_work`` the estimate of their time and memory; all read the compiled
+``relsim.scenario.TrialModel``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from relsim._quadrature import integrate_normal
 from relsim.exact._chain import DEFAULT_TOL, ATTEMPTS, COST, ChainModel, StepEffectGrid, conditional_values
+from relsim.exact._design import BY_MODE, INFRA, DesignModel, design_values
 from relsim.exact._work import check_tol, work_estimate
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario, trial_model
@@ -52,8 +61,10 @@ __all__ = ["DEFAULT_TOL", "evaluate", "work_estimate"]
 def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL) -> Outcome:
     r"""Exact outcome of a scenario (docs/model.md section 3), with every feature combined.
 
-    The probabilities of success, silent failure and detected failure, the expected number of
-    attempts and the expected cost of one trial. Without random effects the answer is exact up
+    The probabilities of success, silent failure, detected failure and infra failure, the
+    expected number of attempts and the expected cost of one trial; with failure modes, the
+    silent failures by mode, and with ``[utility]`` the expected utility (docs/model.md
+    section 8). Without random effects the answer is exact up
     to rounding (1e-12 or better). With them, the task effect :math:`z` and each execution's
     step effect :math:`u` (both standard normal) enter through
 
@@ -105,26 +116,44 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
         "(retries.total, retries.per_step, checkpoints.rollbacks) or the steps",
     )
     values, _ = _evaluate(scenario, tol)
-    success, silent, detected = (min(1.0, max(0.0, float(values[k]))) for k in range(3))
-    if not trial_model(scenario).miss.any():
+    trial = trial_model(scenario)
+    success, silent, detected = (_share(values[k]) for k in range(3))
+    # the rows of section 8 (design_values): absent from section 3's forward pass
+    infra = _share(values[INFRA]) if values.size > INFRA else 0.0
+    by_mode = {name: _share(values[BY_MODE + m]) for m, name in enumerate(trial.mode_names)}
+    if not trial.miss.any():
         # A verifier that never accepts a wrong attempt leaves no silent failure: an exact 0,
         # not the rounding of a difference of probabilities near 1 (about 1e-16), which would
         # keep targets within 2**-53 of 1 out of the planners' reach.
         silent = 0.0
+        by_mode = dict.fromkeys(by_mode, 0.0)
     cost = float(values[COST])
-    shares = {"success": success, "silent_failure": silent, "detected_failure": detected}
+    shares = {"success": success, "silent_failure": silent, "detected_failure": detected,
+              "infra_failure": infra}
     return Outcome(
         success=success,
         silent_failure=silent,
         detected_failure=detected,
+        infra_failure=infra,
         expected_attempts=float(values[ATTEMPTS]),
         expected_cost=cost,
-        expected_utility=trial_model(scenario).utility_of(shares, cost),
+        silent_by_mode=by_mode if trial.modes else None,
+        expected_utility=trial.utility_of(shares, cost),
     )
 
 
+def _share(value: float) -> float:
+    """A probability summed from many terms, clipped to [0, 1] (rounding can overstep)."""
+    return min(1.0, max(0.0, float(value)))
+
+
 def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
-    """The five expectations and the number of task-effect nodes used (no work check)."""
+    """The expectations and the number of task-effect nodes used (no work check).
+
+    The rows are ``_chain``'s five (success, silent, detected, attempts, cost); a scenario
+    with section 8's tables adds infra failures and one row of silent failures per mode
+    (``_design.design_values``).
+    """
     check_tol(tol)
     trial = trial_model(scenario)
     if trial.classes > 1:
@@ -138,16 +167,27 @@ def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
 
 def _evaluate_model(trial: TrialModel, tol: float) -> tuple[np.ndarray, int]:
     """:func:`_evaluate` for a model of one class."""
-    trial.refuse_design_tables("relsim.evaluate")
     model = ChainModel.from_trial(trial, float(tol))
     grids: dict[tuple, StepEffectGrid] = {}  # shared by every round of task-effect nodes
+    forward: Callable[[np.ndarray], np.ndarray]
+    if trial.has_design_tables:
+        design = DesignModel.from_chain(model)
+
+        def forward(z_shift: np.ndarray) -> np.ndarray:
+            return design_values(design, z_shift, grids)
+
+    else:  # section 3's model: the forward pass it always had
+
+        def forward(z_shift: np.ndarray) -> np.ndarray:
+            return conditional_values(model, z_shift, grids)
+
     if model.trial.task_sd == 0.0:
-        values, used = conditional_values(model, np.zeros(1), grids)[:, 0], 1
+        values, used = forward(np.zeros(1))[:, 0], 1
     else:
 
         def conditional(z: np.ndarray) -> np.ndarray:
             # with a row of ones: dividing by its integral makes the weights sum to exactly 1
-            return np.vstack([conditional_values(model, model.trial.task_sd * z, grids), np.ones(z.size)])
+            return np.vstack([forward(model.trial.task_sd * z), np.ones(z.size)])
 
         values, used = integrate_normal(conditional, float(tol))
         values = values[:-1] / values[-1]

@@ -283,10 +283,13 @@ class StepEffectGrid:
         half = 2 * math.ceil(reach / (2 * h))  # even, so the even points form the 2h rule
         self.h = h
         self.offsets = h * np.arange(-half, half + 1)
-        p = shift_array(self.p, self.center, self.offsets)
-        values = kernel_values(self.model, self.step, p)  # (cap + 1, entries, grid)
+        values = self._values(self.offsets)  # (cap + 1, entries, grid)
         self.shape = values.shape[:2]
-        self.values = np.ascontiguousarray(np.moveaxis(values, 2, 0)).reshape(p.size, -1)
+        self.values = np.ascontiguousarray(np.moveaxis(values, 2, 0)).reshape(self.offsets.size, -1)
+
+    def _values(self, offsets: np.ndarray) -> np.ndarray:
+        """The kernel values at these shifts of the logit, nodes last."""
+        return kernel_values(self.model, self.step, shift_array(self.p, self.center, offsets))
 
     def integrate(self, z_shift: np.ndarray, bands: dict) -> np.ndarray:
         """Kernel values at these task-effect shifts: shape ``(cap + 1, z, entries)``.
