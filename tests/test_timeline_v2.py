@@ -5,7 +5,8 @@ standard errors computed from the run, the SE floored at 1/N) with exact values:
 derived here for one step (the step's attempts are independent given the class, so the step
 is a short chain of per-attempt probabilities: a binomial or multinomial vote, the first of n
 verified samples, a fault), checked against MODEL.md section 8's reference values (Stroebl et
-al.'s utilities, the vote mixture's peak), and the exact engine for classes on several steps.
+al.'s utilities, the vote mixture's peak); on several steps, tests/section8_brute.py's
+enumeration and the exact engine.
 Each check has a negative control: the run against a wrong parameter's exact values must fail.
 Then the time-specific rules of section 8 ("In time") with constant durations, exactly.
 Fixed seeds, never a retry.
@@ -282,6 +283,61 @@ def test_classes_on_several_steps_are_the_exact_engines_mixture():
 
     assert _misses(out, exact(data), trials) == []
     assert _misses(out, exact(_with(data, "classes.0.weight", 0.3)), trials) != []  # negative control
+
+
+# name -> (scenario of several steps, (path, wrong value) for the negative control); held to
+# tests/section8_brute.py (enumeration, no random effects) or the exact engine (with them)
+SEVERAL_STEPS = {
+    "every table, confusion and rollbacks": (
+        {"steps": 3, "classes": [{"weight": 0.7, "p": [0.8, 0.6, 0.9]}, {"weight": 0.3, "p": 0.4}],
+         "verifier": {"false_reject": 0.1}, "retries": {"per_step": 2, "total": 3},
+         "escalation": {"after": [1], "p": [0.85], "attempt_cost": [3.0]},
+         "sampling": {"n": 3, "wrong_answers": 2}, "failure_modes": MODES, "faults": {"attempt": 0.1},
+         "checkpoints": {"every": 2, "final": True, "false_alarm": 0.05, "rollbacks": 1},
+         "correlation": {"confusion": {"enter": 0.5, "recover": 0.4, "factor": 0.7}},
+         "cost": {"verify": 0.5, "checkpoint": 0.2, "rollback": 0.7},
+         "utility": {"silent_failure": -2.0, "detected_failure": -0.2, "infra_failure": -0.5,
+                     "cost_weight": 0.05}},
+        ("escalation.p", [0.7])),
+    "samples through the verifier": (
+        {"steps": 2, "p": 0.5, "verifier": {"false_reject": 0.2}, "retries": {"per_step": 1},
+         "sampling": {"n": 3, "select": "verifier"}, "failure_modes": MODES, "faults": {"attempt": 0.15},
+         "checkpoints": {"final": True, "rollbacks": 1},
+         "correlation": {"confusion": {"enter": 0.6, "recover": 0.3, "factor": 0.5}},
+         "cost": {"verify": 0.3}},
+        ("failure_modes.1.miss", 0.35)),
+    "distinct answers, no verifier, doomed segments": (
+        {"steps": 3, "p": [0.5, 0.4, 0.6], "sampling": {"n": 4, "wrong_answers": "distinct"},
+         "failure_modes": [{"name": "a", "share": 0.3, "detect": 0.9}, {"name": "b", "share": 0.7, "detect": 0.2}],
+         "checkpoints": {"at": [1], "final": True, "rollbacks": 2}},
+        ("failure_modes.0.detect", 0.5)),
+    "random effects (the exact engine)": (
+        {"steps": 3, "classes": [{"weight": 0.6, "p": 0.85}, {"weight": 0.4, "p": 0.5}],
+         "verifier": {"false_reject": 0.1}, "retries": {"per_step": 1},
+         "escalation": {"after": [1], "p": [0.9]}, "sampling": {"n": 3},
+         "failure_modes": MODES, "faults": {"attempt": 0.05}, "checkpoints": {"final": True},
+         "correlation": {"task_sd": 0.8, "step_sd": 0.5}, "utility": {"silent_failure": -1.0}},
+        ("correlation.task_sd", 2.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEVERAL_STEPS))
+def test_several_steps_are_section_8s(case):
+    from section8_brute import brute_force
+
+    data, (path, wrong) = SEVERAL_STEPS[case]
+
+    def exact(d: dict) -> dict:
+        if "task_sd" in d.get("correlation", {}):
+            e = evaluate(d)
+            return {**{key: getattr(e, key) for key in KEYS}, "silent_by_mode": e.silent_by_mode,
+                    "expected_utility": e.expected_utility}
+        return brute_force(d)
+
+    trials = 4000
+    out = simulate_timeline(data, trials, seed=23)
+    assert _misses(out, exact(data), trials) == []
+    assert _misses(out, exact(_with(data, path, wrong)), trials) != []  # negative control
 
 
 def test_a_workload_reports_silent_by_mode_and_utility_over_replications():
