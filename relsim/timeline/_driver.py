@@ -29,19 +29,22 @@ import numpy as np
 from relsim import checks
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import RelsimError, invalid
-from relsim.intervals import Z95, quantile_interval
+from relsim.intervals import Z95, binomial_se, normal_interval, quantile_interval, wilson
 from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model
+from relsim.scenario.design_tables import UTILITY_OUTCOMES
 from relsim.timeline import _replications
 from relsim.timeline._estimate import work_estimate
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
+    SILENT,
     TIMEOUT,
     Fleet,
     Model,
     Trial,
     arm_stops,
+    build_model,
     run_trial,
 )
 
@@ -74,6 +77,14 @@ def simulate_timeline(
     (a human gate holds a reviewer), and ends as section 3 says unless its deadline passes
     (``timeout``) or its crash clock, started with its agent slot, rings (``infra_failure``)
     first; either interrupt releases all it holds at once.
+
+    With section 8's tables (docs/model.md section 8) a trial draws its class, climbs its
+    ladder, makes each attempt's ``n`` samples as parallel LLM calls (the attempt lasts as
+    long as the slowest; with ``select = "verifier"`` their verifications run in parallel
+    too), draws failure modes and faults (a faulted attempt takes its attempt time and no
+    verification; a budget spent on a fault is an ``infra_failure``, as a crash is); the
+    result adds ``silent_by_mode`` and, with ``[utility]``, ``expected_utility`` (a timeout
+    valued too), each with its standard error and interval.
 
     Two modes (docs/model.md section 7, "Workloads"), fixed by the scenario:
 
@@ -173,15 +184,14 @@ def simulate_timeline(
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
     _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
                 record)
-    trial_model(scenario).refuse_design_tables("relsim.simulate_timeline")
-    model = Model(trial_model(scenario), time)
+    model = build_model(trial_model(scenario), time)
     events: list[tuple] = []
     with InterruptFlag() as flag:
         if time.workload:
             runs, simpy_events = _replicate(model, time, root, replications, record, events,
                                             progress, flag)
         else:
-            tally = _Tally(count, model.cost_unit)
+            tally = _Tally(count, model)
             run = _Run(model, root, count, record, tally, events, progress, flag)
             run.go()
             simpy_events = run.simpy_events
@@ -229,7 +239,7 @@ def _replicate(model: Model, time: TimeModel, root: np.random.SeedSequence,
     most = MAX_DEFAULT_REPLICATIONS if replications is None else replications
     for r in range(most):
         seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, r))
-        tally = _Tally(time.tasks, model.cost_unit, time.warmup)
+        tally = _Tally(time.tasks, model, time.warmup)
         run = _Run(model, seq, time.tasks, record if r == 0 else 0, tally, events, progress,
                    flag, time.warmup)
         run.go()
@@ -473,12 +483,17 @@ def _stream(seq: np.random.SeedSequence) -> random.Random:
 # ------------------------------------------------------------------------------ the tally
 class _Tally:
     """Per-trial outcome, attempts, cost, duration and time waited (compact arrays), and the
-    sums over the trials after the warm-up: waits per resource and what they held."""
+    sums over the trials after the warm-up: waits per resource and what they held. With
+    failure modes, each silent failure's mode; with ``[utility]``, the expected utility
+    (docs/model.md section 8)."""
 
-    def __init__(self, trials: int, cost_unit: float, warmup: int = 0) -> None:
-        self.cost_unit = cost_unit  # trials' costs are summed in the model's cost unit
+    def __init__(self, trials: int, model: Model, warmup: int = 0) -> None:
+        self.cost_unit = model.cost_unit  # trials' costs are summed in the model's cost unit
         self.warmup = warmup
+        self.mode_names = model.mode_names
+        self.utility = model.utility
         self.outcome_code = np.full(trials, -1, dtype=np.int8)
+        self.mode = np.full(trials, -1, dtype=np.int8) if model.mode_names else None
         self.attempts = np.zeros(trials, dtype=np.int64)
         self.cost = np.zeros(trials)
         self.duration = np.zeros(trials)
@@ -495,6 +510,8 @@ class _Tally:
         self.outcome_code[k] = outcome
         self.attempts[k] = trial.attempts
         self.cost[k] = trial.cost
+        if self.mode is not None:
+            self.mode[k] = trial.mode
         self.duration[k] = end - trial.arrival
         queued = trial.start - trial.arrival
         self.waited[k] = queued + trial.wait_rate + trial.wait_llm + trial.wait_reviewers
@@ -555,6 +572,7 @@ class _Tally:
             se[f"duration_p{q}"] = (high - low) / (2 * Z95)
         for key in ("agents", "rate_limit", "llm", "reviewers"):  # nothing is shared
             se[f"wait_{key}"], intervals[f"wait_{key}"] = 0.0, (0.0, 0.0)
+        self._design_estimates(ended, values, se, intervals)
         figures = {
             "duration": {"mean": values["duration"],
                          **{f"p{q}": float(v) for q, v in zip(PERCENTS, quantiles)}},
@@ -563,6 +581,34 @@ class _Tally:
         return _replications.finish(
             time, values, se, intervals, figures, trials=n, seed=seed, partial=partial,
             events=events, simpy_events=simpy_events)
+
+    def _utilities(self, codes: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        """Each trial's utility: its outcome's value less ``cost_weight`` times its cost."""
+        assert self.utility is not None  # called with [utility] only
+        values = dict(zip(UTILITY_OUTCOMES, self.utility))
+        by_code = np.array([values[name] for name in OUTCOME_NAMES])
+        weight = self.utility[-1]
+        utilities = by_code[codes]
+        return utilities - weight * (cost * self.cost_unit) if weight else utilities
+
+    def _design_estimates(self, ended: np.ndarray, values: dict[str, Any], se: dict[str, float],
+                          intervals: dict[str, tuple[float, float]]) -> None:
+        """Independent trials: each mode's silent share (binomial standard error, Wilson
+        interval, as every share) and the expected utility (a mean: s/sqrt(N), normal)."""
+        codes = self.outcome_code[ended]
+        n = codes.size
+        if self.mode is not None:
+            silent = self.mode[ended][codes == SILENT]
+            counts = np.bincount(silent, minlength=len(self.mode_names))
+            for name, count in zip(self.mode_names, counts.tolist()):
+                key = f"silent_by_mode_{name}"
+                values[key], se[key], intervals[key] = count / n, binomial_se(count, n), wilson(count, n)
+        if self.utility is not None:
+            utilities = self._utilities(codes, self.cost[ended])
+            mean = float(utilities.mean())
+            error = float(utilities.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+            values["expected_utility"], se["expected_utility"] = mean, error
+            intervals["expected_utility"] = normal_interval(mean, error)
 
     def figures(self, model: Model, window: float) -> dict[str, Any]:
         """One replication's quantities, by flattened name (None: undefined): shares and
@@ -576,6 +622,12 @@ class _Tally:
         out: dict[str, Any] = {key: counts[i] / n for i, key in enumerate(TIMELINE_PROPORTIONS)}
         out["expected_attempts"] = float(self.attempts[counted].mean())
         out["expected_cost"] = float(self.cost[counted].mean()) * self.cost_unit
+        if self.mode is not None:
+            silent = self.mode[counted][codes == SILENT]
+            for m, share in enumerate(np.bincount(silent, minlength=len(self.mode_names)) / n):
+                out[f"silent_by_mode_{self.mode_names[m]}"] = float(share)
+        if self.utility is not None:
+            out["expected_utility"] = float(self._utilities(codes, self.cost[counted]).mean())
         duration = self.duration[counted]
         out["duration_mean"] = float(duration.mean())
         for q, v in zip(PERCENTS, np.quantile(duration, [q / 100 for q in PERCENTS],

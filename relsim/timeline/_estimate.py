@@ -8,7 +8,9 @@ events; the attempts and step executions per trial are Monte Carlo's expectation
 (``relsim.montecarlo._estimate.expected_work``, pessimistic), and the events follow from the
 time tables: one per timed action (an attempt, a verification, a backoff, a checkpoint
 check), two per hold of a shared slot (request and release), one per rate-limit wait, and
-per trial its start, its end, its deadline, its crash clock, its arrival and its agent slot:
+per trial its start, its end, its deadline, its crash clock, its arrival and its agent slot;
+with ``[sampling]`` an attempt is ``n`` LLM calls (each a process of its own when something
+is shared):
 
 .. math::
 
@@ -74,7 +76,10 @@ def work_estimate(
     attempts, executions = expected_work(model)
     retries = max(0.0, attempts - executions)
 
-    calls = 1 + int(model.has_verifier and time.verifier_calls_llm)  # LLM calls per attempt
+    # LLM calls per attempt: its samples and (a verifier that is an LLM) its verifications
+    samples = model.samples
+    verifications = int(model.has_verifier) * (1 if model.vote else samples)
+    calls = samples + verifications * int(time.verifier_calls_llm)
     per_attempt = float(any(not d.is_zero for d in time.attempt))
     if model.has_verifier and not time.verify.is_zero:
         per_attempt += 1
@@ -82,6 +87,8 @@ def work_estimate(
         per_attempt += 2 * calls
     if time.rpm is not None or time.tpm is not None:
         per_attempt += calls
+    if samples > 1 and not time.independent:  # each parallel call is a process (start, end)
+        per_attempt += 2 * calls + 2
     # start and end; the deadline, the crash clock, the arrival gap, the agent slot
     per_trial = 2.0 + (time.deadline is not None) + (time.crash_per_hour > 0) + time.poisson
     per_trial += 2 * (time.agents is not None)
@@ -92,7 +99,7 @@ def work_estimate(
         per_trial += checks * (3 if time.human else float(not time.checkpoint.is_zero))
     events = attempts * per_attempt + per_trial
     seconds = trials * (
-        _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts + _SECONDS_PER_EVENT * events
+        _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts * samples + _SECONDS_PER_EVENT * events
     )
 
     if time.independent:
@@ -101,7 +108,7 @@ def work_estimate(
         live = min(trials, time.agents)
     else:  # shared slots with no agent pool in front: every trial runs at once
         live = trials
-    rows = 4 + attempts * (1 + model.has_verifier) + retries + events  # log rows per trial
+    rows = 4 + attempts * (samples + verifications + (samples > 1)) + retries + events  # log rows per trial
     memory = (
         _FIXED_BYTES
         + trials * _BYTES_PER_TRIAL

@@ -35,6 +35,8 @@ from relsim.scenario.time_tables import AT_LEAST
 RESOURCES = ("agents", "llm", "reviewers", "rpm", "tpm")
 WAITS = ("agents", "rate_limit", "llm", "reviewers")
 PERCENTS = ("mean", "p50", "p90", "p99")
+#: The key of a failure mode's silent share: ``silent_by_mode_<name>``.
+MODE_PREFIX = "silent_by_mode_"
 #: Where a quantity's label reads better than its key.
 _LABELS = {"rpm": "the rpm limit", "tpm": "the tpm limit", "llm": "LLM slots"}
 
@@ -94,6 +96,10 @@ def finish(time: TimeModel, values: Mapping[str, Any], se: Mapping[str, float],
            *, warnings: Sequence[str] = (), **fields: Any) -> TimelineOutcome:
     """The :class:`TimelineOutcome` of either mode, with the targets judged."""
     utilisation = figures.get("utilisation", {name: None for name in RESOURCES})
+    # section 8's outputs, when the run has them (docs/model.md section 8)
+    modes = {key[len(MODE_PREFIX):]: values[key] for key in values if key.startswith(MODE_PREFIX)}
+    fields["silent_by_mode"] = modes or None
+    fields["expected_utility"] = values.get("expected_utility")
     if "precision" not in fields:
         mean = figures["duration"]["mean"]
         fields["precision"] = se["duration_mean"] / mean if mean > 0 else None

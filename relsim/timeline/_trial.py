@@ -4,6 +4,11 @@ The decisions (task and step effects, correct, confused, accepted, caught) are d
 trial's *decision* stream in exactly the order of section 3; every duration, backoff jitter
 and the crash clock come from its *time* stream. So the time tables change when things happen,
 never what is decided: a trial that ends by itself has the outcome it would have without them.
+
+A model with section 8's tables (classes, a ladder, samples, failure modes, faults) is a
+:class:`relsim.timeline._design.DesignModel` (see :func:`build_model`), whose trials run
+:func:`relsim.timeline._design.steps` instead of :func:`_steps`, so a scenario without them
+takes exactly the code path (and the draws) it took before they existed.
 """
 
 from __future__ import annotations
@@ -81,6 +86,21 @@ class Model:
         self.crash_rate = time.crash_per_hour / 3600.0
         # Trials share nothing: each can run in an environment of its own (memory stays bounded).
         self.independent = time.independent
+        # what the tally reports beside the shares (docs/model.md section 8)
+        self.mode_names = trial.mode_names
+        self.utility: list[float] | None = None if trial.utility is None else trial.utility.tolist()
+        # The trial's loop: section 3's here; section 8's in relsim.timeline._design.DesignModel
+        self.run: Callable[..., Any] = _steps
+
+
+def build_model(trial: TrialModel, time: TimeModel) -> Model:
+    """The :class:`Model` of a run: with any of section 8's tables, one that runs them
+    (:class:`relsim.timeline._design.DesignModel`); without, section 3's, exactly as before."""
+    if trial.has_design_tables:
+        from relsim.timeline._design import DesignModel
+
+        return DesignModel(trial, time)
+    return Model(trial, time)
 
 
 class Fleet:
@@ -126,7 +146,7 @@ class Trial:
     __slots__ = (
         "index", "arrival", "start", "process", "busy_until", "overdue", "stopping", "done",
         "log", "attempts", "cost", "wait_rate", "wait_llm", "wait_reviewers",
-        "held_llm", "held_reviewers", "calls", "tokens",
+        "held_llm", "held_reviewers", "calls", "tokens", "mode",
     )
 
     def __init__(self, index: int, arrival: float, log: Callable[..., None] | None) -> None:
@@ -146,6 +166,7 @@ class Trial:
         self.held_llm = self.held_reviewers = 0.0
         self.calls = 0
         self.tokens = 0.0
+        self.mode = -1  # a silent failure's failure mode (docs/model.md section 8)
 
 
 class _Stop(Exception):
@@ -162,7 +183,7 @@ def run_trial(fleet: Fleet, trial: Trial, decide: Any, clock: Any, finish: Calla
 
     env, model = fleet.env, fleet.model
     try:
-        outcome = yield from _steps(fleet, model, env, trial, decide, clock)
+        outcome = yield from model.run(fleet, model, env, trial, decide, clock)
     except simpy.Interrupt as stop:
         outcome = stop.cause
     except _Stop:
@@ -209,11 +230,14 @@ def _wait(env: Any, trial: Trial, seconds: float) -> Any:
 
 
 def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kind: str,
-              outcome: str, seconds: float, charge: float | None) -> Any:
+              outcome: str, seconds: float, charge: float | None, count: int = 1,
+              wait: Callable[[Any, Trial, float], Any] = _wait) -> Any:
     """One LLM call: rate budget (FIFO), then an LLM slot (FIFO) held for ``seconds``.
 
     ``charge`` (an attempt's cost) is booked with the attempt when the call starts, after
-    the waits: a trial stopped while it queues has not made that attempt."""
+    the waits: a trial stopped while it queues has not made that attempt. ``count`` is the
+    attempts the call books with it (0 for the second and later of parallel samples), and
+    ``wait`` the timed action (one of parallel calls reports to its group)."""
     log = trial.log
     gate = fleet.gate
     if gate is not None:
@@ -241,7 +265,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
 
     def start() -> float:  # the call begins: book the attempt, log it, hold for its time
         if charge is not None:
-            trial.attempts += 1
+            trial.attempts += count
             trial.cost += charge
         if log:
             log(trial, kind, step, attempt, "llm", outcome)
@@ -250,9 +274,9 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
     if fleet.llm is None:
         held = start()
         if held > 0.0:
-            yield _wait(env, trial, held)
+            yield wait(env, trial, held)
         return
-    yield from _hold(fleet, env, trial, "llm", step, attempt, start)
+    yield from _hold(fleet, env, trial, "llm", step, attempt, start, wait)
 
 
 def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
@@ -267,7 +291,7 @@ def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, c
 
 
 def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: int | None,
-          start: Any) -> Any:
+          start: Any, wait: Callable[[Any, Trial, float], Any] = _wait) -> Any:
     """Wait FIFO for one unit of the pool ``name`` (``"llm"`` or ``"reviewers"``), then hold it
     for the seconds ``start()`` returns once granted; give it back whatever ends the hold.
 
@@ -291,7 +315,7 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
             log(trial, "acquire", step, attempt, name, None)
         seconds = start()
         if seconds > 0.0:
-            yield _wait(env, trial, seconds)
+            yield wait(env, trial, seconds)
     finally:
         if granted is None:
             setattr(trial, f"wait_{name}", getattr(trial, f"wait_{name}") + env.now - since)
