@@ -101,7 +101,7 @@ V2 = {
     "utility": {"silent_failure": -2.0, "detected_failure": -0.5, "infra_failure": -0.1,
                 "cost_weight": 0.01},
 }
-_V2_ENGINES: tuple[str, ...] = ("exact", "montecarlo")  # the engines that run section 8
+
 
 
 def _v2(path: str, value: object) -> dict:
@@ -115,25 +115,22 @@ def _modes(**second: object) -> list:
 ROWS.update({
     "class_weight": (V2, _v2("classes", [{**V2["classes"][0], "weight": 0.2}, V2["classes"][1]]), ALL),
     "rung_p": (V2, _v2("classes", [V2["classes"][0], {"weight": 0.3, "p": 0.3}]), ALL),
-    "rung_logit_p": (V2, _v2("escalation.p", [0.6]), _V2_ENGINES),
-    "rung_p_fixed": (V2, _v2("escalation.p", [1.0]), _V2_ENGINES),
-    "rung_after": (V2, _v2("escalation.after", [2]), _V2_ENGINES),
-    "rung_cost": (V2, _v2("escalation.attempt_cost", [9.0]), _V2_ENGINES),
-    "samples": (V2, _v2("sampling.n", 5), _V2_ENGINES),
-    "vote": (V2, _v2("sampling", {"n": 3, "select": "verifier"}), _V2_ENGINES),
-    "wrong_answers": (V2, _v2("sampling.wrong_answers", 1), _V2_ENGINES),
-    "mode_names": (V2, _v2("failure_modes", _modes(name="hallucinated")), _V2_ENGINES),
+    "rung_logit_p": (V2, _v2("escalation.p", [0.6]), ALL),
+    "rung_p_fixed": (V2, _v2("escalation.p", [1.0]), ALL),
+    "rung_after": (V2, _v2("escalation.after", [2]), ALL),
+    "rung_cost": (V2, _v2("escalation.attempt_cost", [9.0]), ALL),
+    "samples": (V2, _v2("sampling.n", 5), ALL),
+    "vote": (V2, _v2("sampling", {"n": 3, "select": "verifier"}), ALL),
+    "wrong_answers": (V2, _v2("sampling.wrong_answers", 1), ALL),
+    "mode_names": (V2, _v2("failure_modes", _modes(name="hallucinated")), ALL),
     "mode_share": (V2, _v2("failure_modes", [{**V2["failure_modes"][0], "share": 0.8},
-                                             {**V2["failure_modes"][1], "share": 0.2}]), _V2_ENGINES),
-    "mode_miss": (V2, _v2("failure_modes", _modes(miss=0.2)), _V2_ENGINES),
-    "mode_detect": (V2, _v2("failure_modes", _modes(detect=0.9)), _V2_ENGINES),
-    "fault": (V2, _v2("faults.attempt", 0.3), _V2_ENGINES),
+                                             {**V2["failure_modes"][1], "share": 0.2}]), ALL),
+    "mode_miss": (V2, _v2("failure_modes", _modes(miss=0.2)), ALL),
+    "mode_detect": (V2, _v2("failure_modes", _modes(detect=0.9)), ALL),
+    "fault": (V2, _v2("faults.attempt", 0.3), ALL),
     "utility": ({**BASE, "utility": {"silent_failure": -1.0}}, {**BASE, "utility": {"silent_failure": -3.0}},
-                _V2_ENGINES),
+                ALL),
 })
-# Until every engine runs section 8, the rows that need its tables hold the engines that do.
-for _field in ("class_weight", "rung_p"):
-    ROWS[_field] = (*ROWS[_field][:2], _V2_ENGINES)
 
 
 def _run(engine: str, data: dict) -> dict:

@@ -31,6 +31,7 @@ from relsim.cli._args import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     nonnegative_int,
+    steps_text,
     positive_int,
     print_json,
     progress_bar,
@@ -217,7 +218,7 @@ def summary(scenario: Any, path: str, out: Any, by_rule: bool = False) -> str:
     if out.partial:
         done = f"{out.replications} replications" if out.replications else f"{out.trials:,} trials"
         lines.append(f"PARTIAL RESULT: interrupted after {done}")
-    lines.append(f"{title}: {scenario.steps} steps, timeline")
+    lines.append(f"{title}: {steps_text(scenario.steps)}, timeline")
     lines.append(run_line(out))
     precision = precision_line(out, by_rule)
     if precision:
@@ -226,6 +227,11 @@ def summary(scenario: Any, path: str, out: Any, by_rule: bool = False) -> str:
     lines.append(f"{'':26} {'estimate':>11} {'std error':>11}   95% interval")
     for key, label in _SHARES:
         lines.append(_row(label, out, key) + (unit_suffix(scenario) if "cost" in key else ""))
+        if key == "silent_failure":  # each failure mode's share of the silent failures
+            for name, value in (out.silent_by_mode or {}).items():
+                lines.append(_row(f"  {name}", out, f"silent_by_mode_{name}", value))
+    if out.expected_utility is not None:
+        lines.append(_row("expected utility", out, "expected_utility"))
     lines.append("")
     for key in ("mean", "p50", "p90", "p99"):
         lines.append(_row(f"duration {key} (s)", out, f"duration_{key}", out.duration[key]))

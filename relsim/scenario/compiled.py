@@ -274,14 +274,6 @@ class TrialModel:
             self.classes > 1 or self.rungs > 0 or self.samples > 1 or self.modes > 0 or self.fault > 0.0
         )
 
-    def refuse_design_tables(self, engine: str) -> None:
-        """Raise for an engine that does not run section 8's tables yet (never silently
-        ignore one)."""
-        if self.has_design_tables:
-            from relsim.errors import ScenarioError
-
-            raise ScenarioError(f"scenario: {engine} does not run the tables of model v2 yet")
-
     def for_class(self, c: int) -> "TrialModel":
         """The model of a trial that drew class ``c``: one class, its p on every rung."""
         keep = slice(c, c + 1)
