@@ -462,3 +462,58 @@ def test_the_design_path_with_effects_keeps_its_outputs_consistent():
     assert math.isclose(sum(out.silent_by_mode.values()), out.silent_failure, abs_tol=1e-9)
     tight, _ = _evaluate(Scenario.from_dict(data), 1e-11)
     assert out.success == pytest.approx(tight[0], abs=1e-8)
+
+
+# --------------------------------------------------- the closed forms of relsim.formulas
+# Independent oracles for one step (and chains of independent steps): each closed form of
+# docs/model.md section 2 that section 8 added, against the engine.
+@pytest.mark.parametrize("wrong", [1, 2, 5, "distinct"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 12])
+def test_a_vote_is_the_plurality_closed_form(n, wrong):
+    from relsim import formulas
+
+    for p in (0.05, 0.3, 0.5, 0.8):
+        got = evaluate({"steps": 1, "p": p, "sampling": {"n": n, "wrong_answers": wrong}}).success
+        assert got == pytest.approx(formulas.plurality_vote(p, n, wrong), abs=1e-12)
+
+
+def test_samples_through_a_verifier_are_best_of_n_retried():
+    from relsim import formulas
+
+    # r retries of n samples each: the step ends like r + 1 rounds of best_of_n
+    for p, n, r, miss, fr in [(0.4, 3, 2, 0.2, 0.1), (0.9, 5, 0, 0.05, 0.3), (0.2, 2, 4, 0.0, 0.0)]:
+        data = {"steps": 3, "p": p, "verifier": {"miss": miss, "false_reject": fr},
+                "retries": {"per_step": r}, "sampling": {"n": n, "select": "verifier"}}
+        one = formulas.best_of_n(p, n, miss, fr)
+        rounds = 1.0 - one.rejected ** (r + 1)
+        step = one.accepted_correct / (1.0 - one.rejected) * rounds
+        assert evaluate(data).success == pytest.approx(step**3, abs=1e-12)
+
+
+def test_a_ladder_is_the_ladder_closed_form():
+    from relsim import formulas
+
+    data = {"steps": 4, "p": 0.6, "verifier": {"miss": 0.1, "false_reject": 0.05},
+            "retries": {"per_step": 4}, "cost": {"attempt": 0.5},
+            "escalation": {"after": [1, 3], "p": [0.8, 0.97], "attempt_cost": [2.0, 5.0]}}
+    step = formulas.ladder_step([0.6, 0.8, 0.97], [1, 3], 4, miss=0.1, false_reject=0.05,
+                                attempt_cost=[0.5, 2.0, 5.0])
+    out = evaluate(data)
+    assert out.success == pytest.approx(step.success**4, abs=1e-12)
+    # the expected cost of a chain that stops at the first exhausted step
+    reach = sum((step.success + step.silent_failure) ** k for k in range(4))
+    assert out.expected_cost == pytest.approx(step.expected_cost * reach, rel=1e-12)
+
+
+def test_a_mixture_is_the_mixture_closed_form_and_its_utility():
+    from relsim import formulas
+
+    for r in range(5):
+        data = {"steps": 1, "classes": [{"weight": 0.58, "p": 0.87}, {"weight": 0.42, "p": 0.13}],
+                "verifier": {"miss": 0.25}, "retries": {"per_step": r},
+                "utility": {"silent_failure": -1.0}}
+        step = formulas.mixture_verified_step([0.58, 0.42], [0.87, 0.13], r, miss=0.25)
+        out = evaluate(data)
+        assert out.success == pytest.approx(step.success, abs=1e-12)
+        assert out.expected_utility == pytest.approx(formulas.expected_utility(
+            step.success, step.silent_failure, step.exhausted, utility={"silent_failure": -1.0}), abs=1e-12)
