@@ -114,7 +114,11 @@ def test_the_design_on_each_curve_is_the_outcome_tables(page):
     if not scenario.classes:  # a mixture has no one p to vary
         assert "p" in seen["curves"]
     if scenario.verifier is not None:
-        assert {"retries.per_step", "verifier.miss", "verifier.false_reject"} <= set(seen["curves"])
+        # with failure modes each mode has its own miss: no one verifier.miss to vary
+        rates = {"verifier.false_reject"} | (set() if scenario.failure_modes else {"verifier.miss"})
+        assert {"retries.per_step", *rates} <= set(seen["curves"])
+    if scenario.sampling is not None:
+        assert "sampling.n" in seen["curves"]
     if scenario.checkpoints is not None:
         assert "checkpoints.every" in seen["curves"]
     placed = 0

@@ -17,6 +17,8 @@ key                        the variant at value ``x``                       as t
 ``p``                      ``p = x`` on every step                          ``p``
 ``checkpoints.every``      ``every = x`` (``at``, ``final``, ``detect``,    ``checkpoints``
                            ``false_alarm``, ``rollbacks`` kept)
+``sampling.n``             ``n = x`` samples per attempt (``select``,       ``samples``
+                           ``wrong_answers`` kept)
 =========================  ===============================================  ===============
 
 Only ``retries.per_step`` has a range without an end: its curve carries the **ceiling**, the
@@ -26,7 +28,8 @@ budget is doubled from the planner's convergence floor (the budget at which the 
 chance of being rejected every time, :math:`q^{r+1}`, is below ``1e-12``) until success moves
 by less than ``1e-12`` (or ``MAX_BUDGET`` is reached, and the curve says the ceiling is still
 rising). The other ranges end where the lever is best (``miss = 0``, ``false_reject = 0``,
-``p = 1``), so their best is on the curve itself.
+``p = 1``), so their best is on the curve itself; the samples' range is 1 to 64 (a vote need
+not improve with more voters, so the whole range is drawn when it is asked for).
 
 A design whose steps differ in the key (a per-step list) is not on the curve, which sets one
 value on every step: :attr:`Curve.design_value` is then None, and the design's own outcome is
@@ -54,6 +57,7 @@ from relsim.plan._common import (
 )
 from relsim.results import Outcome, jsonable
 from relsim.scenario import Scenario, as_scenario, trial_model
+from relsim.scenario.design_tables import MAX_SAMPLES
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -61,7 +65,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["KEYS", "Curve", "curve", "design_value"]
 
 #: The keys a curve can vary, in the order the design review draws them.
-KEYS = ("retries.per_step", "verifier.miss", "verifier.false_reject", "p", "checkpoints.every")
+KEYS = ("retries.per_step", "verifier.miss", "verifier.false_reject", "p", "checkpoints.every",
+        "sampling.n")
 
 #: Points of a probability range drawn when none are given.
 POINTS = 21
@@ -181,7 +186,8 @@ def curve(
         The values to evaluate. Default: the lever's range around the design (per-step
         retries 0 to a few past the design's; a verifier rate from 0 to twice the design's,
         at least 0.2; ``p`` from as far below the design's mean as it is below 1, at least
-        0.9, up to 1; every checkpoint spacing up to 64 steps, a geometric grid beyond).
+        0.9, up to 1; every checkpoint spacing up to 64 steps, a geometric grid beyond; 1 to
+        ``max(9, 2 n)`` samples).
     also : iterable
         Values added to the range (the planner's answer, a lever's value), so that they are
         on the curve exactly. The design's own value is always added when it is on the curve.
@@ -234,6 +240,12 @@ def _lever(s: Scenario, key: str) -> tuple[Callable[[Any], Scenario], str]:
             raise RelsimError("p: is replaced by each class's p with [[classes]], so it has no "
                               "curve; got classes")
         return (lambda x: replace(s, p=float(x))), "probability"
+    if key == "sampling.n":
+        g = s.sampling
+        if g is None:
+            raise RelsimError("sampling.n: needs a [sampling] table in the scenario (its select "
+                              "and wrong_answers say what a sample buys), got none")
+        return (lambda x: replace(s, sampling=replace(g, n=int(x)))), "samples"
     if s.checkpoints is None:
         raise RelsimError("checkpoints.every: needs a [checkpoints] table in the scenario, got none")
     return (lambda x: with_every(s, int(x))), "spacing"
@@ -245,6 +257,9 @@ def design_value(s: Scenario, key: str) -> Any:
     if key == "checkpoints.every":
         assert s.checkpoints is not None
         return s.checkpoints.every
+    if key == "sampling.n":
+        assert s.sampling is not None
+        return s.sampling.n
     model = trial_model(s)
     per_step = {
         "retries.per_step": model.per_step,
@@ -270,10 +285,10 @@ def _grid(s: Scenario, key: str, kind: str, values: Iterable[Any] | None, also: 
     extra: list[Any] = list(also)
     grid: list[Any]
     check: Callable[[Any, str, int, int | None], Any]
-    check = _count_value if kind != "probability" else _probability_value
+    check = _probability_value if kind == "probability" else _count_value
     # a ladder's top rung must stay reachable: per-step budgets start at its after
-    low = 1 if kind == "spacing" else ladder_floor(s) if key == "retries.per_step" else 0
-    high = s.steps if kind == "spacing" else None
+    low = 1 if kind in ("spacing", "samples") else ladder_floor(s) if key == "retries.per_step" else 0
+    high = s.steps if kind == "spacing" else MAX_SAMPLES if kind == "samples" else None
     extra = [check(x, key, low, high) for x in extra]
     if given is not None:
         grid = [check(x, key, low, high) for x in given]
@@ -284,6 +299,9 @@ def _grid(s: Scenario, key: str, kind: str, values: Iterable[Any] | None, also: 
         grid = _integers(low, top)
     elif kind == "spacing":
         grid = _integers(1, s.steps)
+    elif kind == "samples":
+        current = design_value if design_value is not None else 1
+        grid = list(range(1, min(MAX_SAMPLES, max([9, 2 * current, *extra])) + 1))
     elif key == "p":
         mean = float(np.mean(trial_model(s).p))
         lowest = min([mean, *extra])

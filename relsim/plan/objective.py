@@ -138,7 +138,8 @@ def search_outcome(scenario: Scenario) -> Outcome:
         attempts += weight * float(chain.expected_attempts)
         cost += weight * float(np.sum(reach * tries * unit))
     named = dict(zip(("success", "silent_failure", "detected_failure"), (float(x) for x in shares)))
-    return Outcome(**named, expected_attempts=attempts, expected_cost=cost,
+    return Outcome(named["success"], named["silent_failure"], named["detected_failure"],
+                   expected_attempts=attempts, expected_cost=cost,
                    expected_utility=model.utility_of(named, cost))
 
 

@@ -118,6 +118,7 @@ _CURVE_KEYS = {
     "verifier.false_reject": "verifier false_reject: correct attempts it rejects (probability)",
     "p": "per-attempt success p, the same on every step (probability)",
     "checkpoints.every": "a checkpoint every k steps (k, steps)",
+    "sampling.n": "samples per attempt, voted on or checked in turn (count)",
 }
 #: What a :func:`curve` can draw on its y axis, with units.
 _CURVE_VALUES = {
@@ -210,7 +211,7 @@ def curve(
                        label=f"ceiling {ceiling:.4f}: {note}")
         target_line(ax, goal)
         ax.set_ylim(0.0, 1.02)
-    if key in ("retries.per_step", "checkpoints.every"):
+    if key in ("retries.per_step", "checkpoints.every", "sampling.n"):
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -97,6 +97,8 @@ class Context:
             keys.remove("p")
         if s.failure_modes and "verifier.miss" in keys:
             keys.remove("verifier.miss")
+        if s.sampling is not None:
+            keys.append("sampling.n")
         return {key: curve(s, key, also=_also(self, key)) for key in keys}
 
     @property
@@ -315,6 +317,8 @@ RANGES = {
     "agent": ("Success against the per-attempt success p: this design, exact engine", ("p",)),
     "checkpoints": ("Success and cost per success against the checkpoint spacing: this design, "
                     "exact engine", ("checkpoints.every",)),
+    "samples": ("Success against the samples per attempt: this design, exact engine",
+                ("sampling.n",)),
 }
 #: The planner's answer on each curve: key -> the quantity of :data:`PLANNED`.
 _PLANNED_BY_KEY = {key: quantity for quantity, (_, key) in PLANNED.items()}
