@@ -151,8 +151,8 @@ def _budget_utility(
 
     high = objectives.convergence_budget(outcome_at, floor, limit)
     best, method = objectives.best_budget(outcome_at, low, high)
-    details = {"method": method, "evaluations": len(outcomes)}
-    return objectives.utility_plan(for_, best, apply(scenario, best), goal, details)
+    found: dict[str, object] = {"method": method, "evaluations": len(outcomes)}
+    return objectives.utility_plan(for_, best, apply(scenario, best), goal, found)
 
 
 def _budget_plan(
