@@ -35,7 +35,8 @@ def _load(name: str):
 outputs = _load("outputs")
 SHOWN = outputs.everything()
 #: commands that take over about half a second (engines, imports of scipy and pandas)
-SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze", "power"}
+SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze", "power",
+        "audit"}
 
 
 def _param(item):

@@ -37,7 +37,7 @@ class Parser(argparse.ArgumentParser):
 #: speaks Python, the CLI speaks flags), and the words the CLI shows instead: a keyword argument
 #: ``threshold=T``, a planner ``plan.total`` and an engine ``relsim.simulate``.
 _SPOKEN = (
-    (re.compile(r"(?<![\w.])(threshold|scorer)=(?=\w)"), r"--\1 "),
+    (re.compile(r"(?<![\w.])(threshold|scorer|grader|truth)=(?=\w)"), r"--\1 "),
     (
         re.compile(
             r"(?<![\w.])plan\.(retries|total|allocation|verifier|p|checkpoints|samples|escalation)\b"

@@ -44,7 +44,9 @@ columns, rates, cost per success, failure categories), ``smallsample`` (the inte
 paired differences and of ratios that hold on small harnesses), ``coverage`` (their measured
 coverage, and the note given where it fell short of 95%), ``bootstrap`` (the cluster bootstrap;
 its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
-``comparison`` (:func:`compare`) and ``power``. The harness report that shows an analysis or
+``comparison`` (:func:`compare`), ``power``, and ``audit`` (:func:`audit`: a grader's miss and
+false-reject rates from labelled verdicts, read by ``_verdicts``, and the pass rate it judged,
+corrected). The harness report that shows an analysis or
 a comparison is a view, in :mod:`relsim.report.eval`. Results are pandas objects or frozen
 result objects with ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one
 row). pandas and scipy are imported inside the functions that use them.
@@ -58,6 +60,7 @@ from __future__ import annotations
 
 from relsim.evalstats._common import TrialDataError, TrialDataWarning
 from relsim.evalstats.analysis import TrialAnalysis, analyze
+from relsim.evalstats.audit import GraderAudit, audit
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
 from relsim.evalstats.comparison import Comparison, compare
 from relsim.evalstats.estimators import DEFAULT_K, pass_k, per_task, success_rate
@@ -89,10 +92,12 @@ __all__ = [
     "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS",
     "Comparison",
+    "GraderAudit",
     "TrialAnalysis",
     "TrialDataError",
     "TrialDataWarning",
     "analyze",
+    "audit",
     "compare",
     "minimum_detectable_effect",
     "paired_power",
