@@ -3,6 +3,7 @@
 ::
 
     relsim levers SCENARIO.toml [--json] [--seed S] [--replications R | --trials N]
+                  [--verifier-from AUDIT.json [--at upper|estimate|lower]]
 
 Evaluates every single change that applies to the scenario (a point more ``p``, the
 verifier's errors halved, one more retry, ...; see :mod:`relsim.plan.sensitivity`) with the exact engine
@@ -10,6 +11,8 @@ and prints them sorted by the gain in success, with the cost per success each le
 ``--json``: ``{"baseline": {success, cost_per_success}, "levers": [rows]}``, each row with
 ``lever``, ``set`` (dotted scenario keys to new values), ``success``, ``delta_success``,
 ``cost_per_success`` and ``delta_cost_per_success`` (infinities and NaN as ``null``).
+``--verifier-from`` sets the verifier from a grader audit first (``--at``: upper, the default,
+estimate or lower), says so under the title and in JSON as ``verifier_from``.
 
 When the scenario has time tables, the time levers follow (:func:`relsim.plan.time_levers`:
 one more reviewer, agent or LLM slot, rpm or tpm doubled, a faster review, a longer deadline),
@@ -26,6 +29,7 @@ import math
 from typing import Any
 
 from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
+from relsim.cli._evidence import add_verifier_arguments, after_title, apply_evidence, evidence_lines
 from relsim.cli._time import TARGET_WORDS
 from relsim.cli.timeline import replication_count
 from relsim.errors import RelsimError
@@ -50,6 +54,7 @@ def add_parser(subparsers: Any) -> None:
                         "timeline's rule for the baseline)")
     parser.add_argument("--trials", type=positive_int, metavar="N",
                         help="trials of each time lever's run of independent trials (default 2000)")
+    add_verifier_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from relsim.plan import levers, time_levers
     from relsim.scenario import Scenario, time_model
 
-    scenario = Scenario.from_toml(args.scenario)
+    scenario, applied = apply_evidence(args, Scenario.from_toml(args.scenario))
     time = time_model(scenario)
     replications, trials = getattr(args, "replications", None), getattr(args, "trials", None)
     timed = any(getattr(scenario, name) is not None
@@ -73,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
         if timing is not None:
             result["time"] = {key: timing.attrs[key] for key in ("baseline", "replications", "trials", "seed")}
             result["time"]["levers"] = timing.to_dict("records")
-        print_json(result)
+        print_json({**result, **applied})
     else:
-        print(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
-                            unit=scenario.cost.unit))
+        print(after_title(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
+                                        unit=scenario.cost.unit), evidence_lines(applied)))
         if timing is not None:
             print()
             print(format_time_levers(timing))

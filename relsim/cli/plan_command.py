@@ -5,7 +5,10 @@
 (:meth:`ResourcePlan.to_dict` for the shared resources planned with the timeline). An
 infeasible plan exits with status 3 and still says why and what the ceiling is (or which
 target binds at any count). The exact planners ignore time: on a scenario whose time tables
-end trials early (a deadline, crashes) they print one warning line saying so.
+end trials early (a deadline, crashes) they print one warning line saying so. Evidence
+(``--verifier-from``, ``--difficulty-from``) is applied to the scenario before any plan
+(``relsim.cli._evidence``) and said in one line under the title (JSON: ``verifier_from``,
+``difficulty_from``); ``--confidence`` hands over to ``relsim.cli._confidence``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 from typing import Any
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, unit_suffix
+from relsim.cli._evidence import after_title, apply_evidence, evidence_lines
 from relsim.cli._time import target_lines, warn_time_ignored
 from relsim.errors import RelsimError, invalid
 
@@ -62,8 +66,13 @@ def run_scenario(args: argparse.Namespace) -> int:
     if not isinstance(for_, str) or for_ not in choices:
         raise invalid("--for", f"one of {', '.join(choices)}", for_)
     scenario = Scenario.from_toml(args.scenario)
+    if getattr(args, "confidence", None) is not None:
+        from relsim.cli._confidence import run_confidence
+
+        return run_confidence(args, scenario)
+    scenario, applied = apply_evidence(args, scenario)
     if for_ in RESOURCES:
-        return _run_resources(args, scenario, for_)
+        return _run_resources(args, scenario, for_, applied)
     target = getattr(args, "target", None)
     objective = getattr(args, "objective", None)
     if target is None:
@@ -85,14 +94,17 @@ def run_scenario(args: argparse.Namespace) -> int:
             raise RelsimError(f"{args.scenario}: {error}") from None
         raise
     if getattr(args, "json", False):
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **applied})
     else:
-        print(format_plan(result, scenario_name=scenario.name or str(args.scenario), design=scenario))
+        text = format_plan(result, scenario_name=scenario.name or str(args.scenario), design=scenario)
+        print(after_title(text, evidence_lines(applied)))
     warn_time_ignored(scenario, args.scenario, f"relsim solve --for {for_}")
     return EXIT_OK if result.feasible else EXIT_INFEASIBLE
 
 
-def _run_resources(args: argparse.Namespace, scenario: Any, for_: str) -> int:
+def _run_resources(
+    args: argparse.Namespace, scenario: Any, for_: str, applied: dict[str, Any] | None = None
+) -> int:
     """``--for reviewers|agents|llm_concurrency|rpm``: the timeline's resource planner."""
     import dataclasses
 
@@ -107,10 +119,12 @@ def _run_resources(args: argparse.Namespace, scenario: Any, for_: str) -> int:
     seed = getattr(args, "seed", None)
     result = resources(scenario, for_, replications=getattr(args, "replications", None),
                        seed=0 if seed is None else seed)
+    applied = applied or {}
     if getattr(args, "json", False):
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **applied})
     else:
-        print(format_resources(result, scenario.name or str(args.scenario)))
+        print(after_title(format_resources(result, scenario.name or str(args.scenario)),
+                          evidence_lines(applied)))
     for line in result.outcome.warnings:
         print(f"relsim: warning: {line}", file=sys.stderr)
     return EXIT_OK if result.feasible else EXIT_INFEASIBLE

@@ -3,10 +3,13 @@
 ::
 
     relsim report SCENARIO.toml -o report.html [--target T] [--trials N] [--seed S]
+                  [--verifier-from AUDIT.json [--at upper|estimate|lower]]
 
 Writes the page of :func:`relsim.report.render` (the design, its exact outcome, the target and
 what meets it, the levers, the design over each lever's range, the compounding context, the
-explorer and a Monte Carlo check) and prints where.
+explorer and a Monte Carlo check) and prints where. ``--verifier-from`` sets the verifier from
+a grader audit first (at the upper end of its 95% intervals unless ``--at`` says otherwise),
+says so in one line, and the page's footer shows the flags.
 Exit status: 0 written; 2 bad input; 3 written, but the design does not meet the target.
 """
 
@@ -17,6 +20,7 @@ import shlex
 from typing import Any
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, nonnegative_int, target
+from relsim.cli._evidence import add_verifier_arguments, apply_evidence, evidence_lines
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,6 +50,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the check (default 0)"
     )
+    add_verifier_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -53,11 +58,13 @@ def run(args: argparse.Namespace) -> int:
     from relsim.report import DEFAULT_TRIALS, render, write
     from relsim.scenario import Scenario
 
-    scenario = Scenario.from_toml(args.scenario)
+    scenario, applied = apply_evidence(args, Scenario.from_toml(args.scenario))
     trials = DEFAULT_TRIALS if args.trials is None else args.trials
+    audit = applied.get("verifier_from")
     command = "relsim " + shlex.join(
         ["report", args.scenario, "-o", args.output, "--trials", str(trials), "--seed", str(args.seed)]
         + (["--target", f"{args.target:g}"] if args.target is not None else [])
+        + (["--verifier-from", audit["file"], "--at", audit["at"]] if audit else [])
     )
     report = render(
         scenario,
@@ -68,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         command=command,
     )
     path = write(report, args.output)
+    for line in evidence_lines(applied):
+        print(line)
     verdict = ""
     if report.meets_target is not None:
         verdict = "; target met" if report.meets_target else "; target NOT met"

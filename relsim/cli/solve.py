@@ -11,9 +11,16 @@ would make it reachable); without, it tabulates a grid of ``p``. Scenario form::
     relsim solve design.toml --for allocation [--objective cost_per_success|expected_cost|utility]
     relsim solve design.toml --for retries [--objective utility]   (any --for but verifier, p)
     relsim solve design.toml --for reviewers|agents|llm_concurrency|rpm [--replications R] [--seed S]
+    relsim solve design.toml --for ... [--verifier-from AUDIT.json [--at upper|estimate|lower]]
+                             [--difficulty-from FIT.json]
+    relsim solve design.toml --for retries --confidence 0.9 --verifier-from AUDIT.json
+                             [--difficulty-from FIT.json] [--worlds 200] [--seed 0]
 
 hands over to the planner (``relsim.cli.plan_command``): the exact planners, or with the
-timeline the least count of a shared resource that meets the file's targets in time.
+timeline the least count of a shared resource that meets the file's targets in time. The
+evidence flags set the verifier from a grader audit and the task classes from a difficulty
+fit; with ``--confidence``, the plan carries their uncertainty
+(``relsim.plan.retries_with_confidence``).
 """
 
 from __future__ import annotations
@@ -27,12 +34,15 @@ from relsim.cli._args import (
     EXIT_OK,
     as_flags,
     nonnegative_int,
+    open_probability,
     positive_int,
     print_json,
     probability,
+    ranged,
     step_count,
     target,
 )
+from relsim.cli._evidence import add_difficulty_argument, add_verifier_arguments
 from relsim.errors import RelsimError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +59,12 @@ OBJECTIVE_CHOICES = ("cost_per_success", "expected_cost", "utility")
 P_GRID = (0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99, 0.995, 0.999)
 _FLAG_ONLY = (("steps", "--steps"), ("p", "--p"), ("miss", "--miss"),
               ("false_reject", "--false-reject"), ("validate", "--validate"), ("seed", "--seed"))
+#: What only a plan of a scenario file takes: evidence, and planning under its uncertainty.
+_SCENARIO_ONLY = (("verifier_from", "--verifier-from"), ("at", "--at"),
+                  ("difficulty_from", "--difficulty-from"), ("confidence", "--confidence"),
+                  ("worlds", "--worlds"))
+#: ``--worlds``: relsim.plan.uncertainty.MAX_WORLDS, here so the parser imports nothing heavy.
+_world_count = ranged("world_count", int, lambda v: 1 <= v <= 10_000, "an integer in 1..10000")
 #: The keys of one row of the grid (the flag form without ``--p``).
 _ROW_KEYS = ("p", "retries", "success", "step_ceiling", "ceiling", "feasible", "max_miss")
 
@@ -98,11 +114,20 @@ def add_parser(subparsers: Any) -> None:
         help="check the plan by simulating N trials (needs --p)",
     )
     parser.add_argument("--seed", type=nonnegative_int,
-                        help="seed of --validate's simulation, or of the timeline's runs of "
-                        "--for reviewers|agents|llm_concurrency|rpm (default 0)")
+                        help="seed of --validate's simulation, of the timeline's runs of "
+                        "--for reviewers|agents|llm_concurrency|rpm, or of --confidence's "
+                        "plausible worlds (default 0)")
     parser.add_argument("--replications", type=_replication_count, metavar="R",
                         help="--for reviewers|agents|llm_concurrency|rpm: replications of each "
                         "count (>= 2; default: the timeline's rule, the mean duration within 2%%)")
+    add_verifier_arguments(parser)
+    add_difficulty_argument(parser)
+    parser.add_argument("--confidence", type=open_probability, metavar="C",
+                        help="--for retries: the least budget that meets the target in at least "
+                        "this share of the plausible worlds drawn from --verifier-from and "
+                        "--difficulty-from, in (0, 1)")
+    parser.add_argument("--worlds", type=_world_count, metavar="N",
+                        help="--confidence: plausible worlds drawn (default 200)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
@@ -121,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "replications", None) is not None:
         raise RelsimError("--replications: is for planning a scenario file's shared resources "
                           "(--for reviewers|agents|llm_concurrency|rpm)")
+    for dest, flag in _SCENARIO_ONLY:
+        if getattr(args, dest, None) is not None:
+            raise RelsimError(f"{flag}: plans a scenario file: give one, as in 'relsim solve "
+                              f"design.toml --for retries {flag} ...'")
     if args.steps is None:
         raise RelsimError("--steps: must be given (an integer >= 1), or give a SCENARIO file")
     if args.target is None:
@@ -159,8 +188,9 @@ def _replication_count(text: str) -> int:
 
 def _run_scenario(args: argparse.Namespace) -> int:
     timed = args.for_ in TIME_CHOICES
+    drawn = getattr(args, "confidence", None) is not None  # --seed seeds the worlds
     given = [flag for dest, flag in _FLAG_ONLY
-             if getattr(args, dest) is not None and not (timed and dest == "seed")]
+             if getattr(args, dest) is not None and not ((timed or drawn) and dest == "seed")]
     if given:
         raise RelsimError(
             f"{', '.join(given)}: not allowed with a SCENARIO file (the file gives the design); "
@@ -176,9 +206,34 @@ def _run_scenario(args: argparse.Namespace) -> int:
     if getattr(args, "replications", None) is not None and not timed:
         raise RelsimError(f"--replications: is for the timeline's --for {', '.join(TIME_CHOICES)}, "
                           f"not --for {args.for_} (the exact engine)")
+    _check_confidence(args)
     from relsim.cli.plan_command import run_scenario
 
     return run_scenario(args)
+
+
+def _check_confidence(args: argparse.Namespace) -> None:
+    """``--confidence`` and ``--worlds`` against the other flags."""
+    from relsim.cli._evidence import check_evidence_flags
+
+    check_evidence_flags(args)
+    confidence = getattr(args, "confidence", None)
+    if confidence is None:
+        if getattr(args, "worlds", None) is not None:
+            raise RelsimError("--worlds: is how many plausible worlds --confidence draws: give "
+                              "--confidence too")
+        return
+    if args.for_ != "retries":
+        raise RelsimError(f"--confidence: plans --for retries only, got --for {args.for_}")
+    if getattr(args, "verifier_from", None) is None and getattr(args, "difficulty_from", None) is None:
+        raise RelsimError("--confidence: must come with --verifier-from AUDIT or "
+                          "--difficulty-from FIT (what the plausible worlds are drawn from)")
+    if getattr(args, "at", None) is not None:
+        raise RelsimError("--at: must be left out with --confidence, which draws the grader's "
+                          "rates from the audit instead of taking one end of its intervals")
+    if getattr(args, "objective", None) is not None:
+        raise RelsimError("--objective: must be left out with --confidence (the least budget "
+                          "that meets the target in that share of the worlds)")
 
 
 def _check_objective(for_: str, objective: str) -> None:

@@ -55,6 +55,14 @@ of ``miss`` at which *unlimited* retries reach the target, where ``plan.p`` and
 the closed forms, so its fields carry the formulas' names (``retries``, ``min_p``,
 ``max_miss``).
 
+Evidence from measurement (:mod:`relsim.plan.evidence`): :func:`with_audit` sets a scenario's
+verifier from a grader audit (``relsim audit --json``) at the upper end of its 95% intervals
+(or the estimate, or the lower end: :func:`verifier_at`), and :func:`with_fit` its task
+classes from a task-difficulty fit (``relsim fit --json``; :func:`classes_from_fit`).
+:func:`retries_with_confidence` plans under their uncertainty: the least per-step budget that
+meets the target in at least a stated share of the worlds they leave plausible
+(:func:`plausible_worlds`), with that share for the plan at the point estimates too.
+
 :func:`resources` plans a shared resource in time (``relsim solve --for reviewers | agents |
 llm_concurrency | rpm``): the least count whose targets in time (``[targets]``) are all met,
 judged with the timeline engine on common random numbers; it returns a
@@ -65,10 +73,10 @@ shadows a function of this namespace): ``chain`` (the closed-form chain planner)
 (:func:`retries`, :func:`total`), ``rates`` (:func:`p`, :func:`verifier`), ``spacing``
 (:func:`checkpoints`), ``allocate`` (:func:`allocation`), ``sampling`` (:func:`samples`),
 ``ladder`` (:func:`escalation`), ``objective`` (the objectives: utility), ``search`` (the
-search methods),
-``binding`` (which constraint binds), ``sensitivity`` (:func:`levers`, the single changes
-that move success, and :func:`time_levers`, those that move the targets in time),
-``curves`` (:func:`curve`, the design over one lever's range), ``capacity``
+search methods), ``evidence`` (audits and fits read and applied), ``uncertainty``
+(:func:`retries_with_confidence`), ``binding`` (which constraint binds), ``sensitivity``
+(:func:`levers`, the single changes that move success, and :func:`time_levers`, those
+that move the targets in time), ``curves`` (:func:`curve`, the design over one lever's range), ``capacity``
 (:func:`resources`), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
 beats beyond its noise), ``diagnosis`` (the reasons and remedies as message
 templates keyed by cause), ``result`` (:class:`Plan`) and ``_common`` (tolerances, limits,
@@ -106,6 +114,14 @@ _EXPORTS = {
     "frontier": "relsim.plan.dominance",
     "resources": "relsim.plan.capacity",
     "ResourcePlan": "relsim.plan.capacity",
+    "retries_with_confidence": "relsim.plan.uncertainty",
+    "plausible_worlds": "relsim.plan.uncertainty",
+    "read_audit": "relsim.plan.evidence",
+    "read_fit": "relsim.plan.evidence",
+    "verifier_at": "relsim.plan.evidence",
+    "with_audit": "relsim.plan.evidence",
+    "with_fit": "relsim.plan.evidence",
+    "classes_from_fit": "relsim.plan.evidence",
 }
 
 __all__ = sorted([*_EXPORTS, "solve"])
