@@ -9,6 +9,8 @@ deviation, the residuals of the ratio), not from the code under test.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import math
 
 import numpy as np
@@ -28,6 +30,11 @@ from relsim.results import (
     flatten,
 )
 from relsim.timeline._driver import _Tally as TimelineTally
+
+
+def _model(cost_unit: float) -> SimpleNamespace:
+    """What the timeline's tally reads of its model: section 3 trials in this cost unit."""
+    return SimpleNamespace(cost_unit=cost_unit, mode_names=(), utility=None)
 
 Z95 = 1.959963984540054
 
@@ -83,7 +90,7 @@ def montecarlo_stream(codes, attempts) -> SimulatedOutcome:
 
 def timeline(codes, attempts):
     """The timeline's tally: one entry per trial."""
-    tally = TimelineTally(len(codes), cost_unit=1.0)
+    tally = TimelineTally(len(codes), _model(1.0))
     tally.outcome_code[:] = codes
     tally.attempts[:] = attempts
     tally.cost[:] = attempts * UNIT_COST
@@ -165,7 +172,7 @@ def test_the_cost_unit_rescales_exactly_and_keeps_huge_costs_finite():
     codes, attempts = trials("mixed")
     plain = timeline(codes, attempts)
     # the trial process sums costs in the model's unit (here 2**1000), the tally multiplies back
-    tally = TimelineTally(len(codes), cost_unit=2.0**1000)
+    tally = TimelineTally(len(codes), _model(2.0**1000))
     tally.outcome_code[:] = codes
     tally.attempts[:] = attempts
     tally.cost[:] = attempts * UNIT_COST

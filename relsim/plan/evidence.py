@@ -446,6 +446,6 @@ def _read_json(path: Path, what: str) -> Mapping[str, Any]:
     except (ValueError, RecursionError) as err:
         raise RelsimError(f"{path}: not JSON: {err}") from None
     if not isinstance(data, Mapping):
-        raise RelsimError(f"{path}: must be a JSON object (the output of 'relsim {what} "
-                          f"--json'), got {type(data).__name__}")
+        raise RelsimError(f"{path}: must be a JSON object (what 'relsim {what}' prints as "
+                          f"JSON), got {type(data).__name__}")
     return data
