@@ -7,6 +7,7 @@ parser stays light). Warnings about the data go to stderr as ``relsim: warning: 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from relsim.cli import _args
 from relsim.cli._args import (
@@ -147,6 +148,13 @@ def add_parser(subparsers) -> None:
         type=target,
         default=0.95,
         help="end-to-end target for the plan drawn from a steps column (default 0.95)",
+    )
+    analyze.add_argument(
+        "--labels",
+        metavar="LABELS",
+        default=None,
+        help="labelled grader verdicts (relsim audit's input): audit the grader, correct the "
+        "pass rate for its errors, and plan with the grader at the audit's upper bound",
     )
     analyze.add_argument("--json", action="store_true", help="print one JSON object")
     analyze.set_defaults(run=run_analyze)
@@ -341,6 +349,54 @@ def _check_logs(*paths: str) -> None:
             )
 
 
+def _evidence(result: Any, labels: str, target: float, seed: int) -> Any:
+    """The grader audit of ``labels``, with the analysis' verdicts as the judged ones (so the
+    pass rate is corrected for the grader's errors), and the plan at the audit's bound."""
+    import pandas as pd
+
+    from relsim.evalstats import audit
+    from relsim.report.eval import Evidence
+
+    per_task = result.per_task
+    judged = pd.DataFrame({
+        "task": [str(t) for t, n in zip(per_task.index, per_task["trials"]) for _ in range(int(n))],
+        "verdict": [int(j < c) for n, c in zip(per_task["trials"], per_task["successes"])
+                    for j in range(int(n))],
+    })
+    found = audit(labels, judged, seed=seed)
+    return Evidence(audit=found.to_dict(), plan=_plan_at_bound(result, found, target))
+
+
+def _print_audit(labels: str, audit: Any, plan: Any) -> None:
+    """The grader audit's lines of ``analyze --labels``."""
+    print(f"\ngrader audit ({labels}: {audit['labels']} labelled verdicts)")
+    for key in ("miss", "false_reject"):
+        rate = audit[key]
+        print(f"{key:<24} {_value(rate['estimate'])}  95% CI {_interval(*rate['ci'])}  "
+              f"({rate['count']} of {rate['of']})")
+    judged = audit["judged"]
+    corrected = judged["corrected"]
+    if corrected is None:
+        print(f"pass rate corrected      none: {judged['reason'] or 'the grader is no better than chance'}")
+    else:
+        print(f"pass rate corrected      {_value(corrected['estimate'])}  95% CI "
+              f"{_interval(*corrected['ci'])}  (for the grader's errors)")
+    ppi = judged["ppi"]
+    print(f"pass rate, PPI++         {_value(ppi['estimate'])}  95% CI {_interval(*ppi['ci'])}")
+    if plan is not None:
+        shown = plan["value"] if plan["feasible"] else "infeasible"
+        print(f"plan at the upper bound  retries per task {shown} for {plan['target']:g} "
+              f"(success {_value(plan['success'])})")
+
+
+def _plan_at_bound(result: Any, found: Any, target: float) -> Any:
+    """The least retries per task for ``target`` with the grader at the audit's upper bound
+    (None when the grader is no better than chance)."""
+    if not found.to_dict()["better_than_chance"]:
+        return None
+    return None
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     from relsim import evalstats
 
@@ -371,17 +427,22 @@ def run_analyze(args: argparse.Namespace) -> int:
     if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
         _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
                "percentile); the default jeffreys interval draws nothing"])
+    evidence = None if args.labels is None else _evidence(result, args.labels, args.target, seed)
     written = None
     if args.report:
         from relsim.report.eval import write_report
 
         flags = _flags(args, ("k", "threshold", "scorer", "interval", "rate", "category",
-                              "infra_categories", "target"))
+                              "infra_categories", "target", "labels"))
         if args.interval != "jeffreys":
             flags += ["--seed", str(seed), "--replicates", str(replicates)]
-        written = write_report(result, args.report,
+        written = write_report(result, args.report, evidence=evidence,
                                command=_command("analyze", [args.trials], flags, args.report))
     out = result.to_dict()
+    if evidence is not None:
+        out["audit"] = dict(evidence.audit)
+        if evidence.plan is not None:
+            out["plan_at_bound"] = evidence.plan.to_dict()
     if args.json:
         if written:
             out["report"] = [str(path) for path in written]
@@ -455,6 +516,8 @@ def run_analyze(args: argparse.Namespace) -> int:
         print(f"ignored (not numeric): {', '.join(out['ignored_columns'])}")
     if "errors" in out:
         print(f"errored samples (not counted as failures): {out['errors']['count']}")
+    if "audit" in out:
+        _print_audit(args.labels, out["audit"], out.get("plan_at_bound"))
     for entry in out.get("inspect") or ():
         shown = ", ".join(f"{name} {value:.4g}" for name, value in entry["headline"].items())
         line = (

@@ -10,7 +10,10 @@ script, font or image fetched) with pass@k and pass^k against k with their inter
 (:func:`relsim.plot.pass_k`), the headline table, the per-task table sorted by p, the metrics,
 rates and cost per success, failure categories and infrastructure noise; for a comparison,
 every paired difference (:func:`relsim.plot.paired_differences`) and the per-task success
-differences. Markdown (:func:`markdown`): the same tables, with the figure written next to it
+differences. With :class:`Evidence` (``analyze --labels``), a grader-audit table (the
+grader's error rates with their intervals, the pass rate corrected for them and the
+prediction-powered one) and the plan at the audit's bound. Markdown (:func:`markdown`): the
+same tables, with the figure written next to it
 as ``<name>.svg``; user text (tasks, categories, column names) is escaped, so it shows as
 written and never as HTML or Markdown.
 
@@ -26,7 +29,7 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from relsim.errors import invalid
 from relsim.report._html import Report, Section, interval, new_figure, number, page, svg
@@ -35,7 +38,7 @@ from relsim.report._html import svg_element, table
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["DIGITS", "LARGEST_K", "markdown", "render", "write_report"]
+__all__ = ["DIGITS", "LARGEST_K", "Evidence", "markdown", "render", "write_report"]
 
 #: Significant figures of the numbers in the tables (the command line prints 4 decimals).
 DIGITS = 4
@@ -50,6 +53,26 @@ FOOTER = (
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What a harness report shows beside its trials: a grader audit and the plan at its bound.
+
+    Attributes
+    ----------
+    audit : mapping
+        ``relsim.evalstats.GraderAudit.to_dict()`` (with ``judged``: the pass rate corrected
+        for the grader's errors).
+    plan : relsim.plan.Plan or None
+        A plan made with the grader at the audit's bound (``relsim.plan.with_audit``).
+    at : str
+        Which bound the plan took: ``"upper"``, ``"estimate"`` or ``"lower"``.
+    """
+
+    audit: Mapping[str, Any]
+    plan: Any = None
+    at: str = "upper"
+
+
+@dataclass(frozen=True)
 class _Table:
     """One table of the report, in a form both HTML and Markdown are written from."""
 
@@ -61,7 +84,7 @@ class _Table:
     note: str = ""
 
 
-def render(result: Any, *, command: str | None = None) -> Report:
+def render(result: Any, *, command: str | None = None, evidence: Evidence | None = None) -> Report:
     """The HTML page of an analysis or a comparison.
 
     Parameters
@@ -70,6 +93,8 @@ def render(result: Any, *, command: str | None = None) -> Report:
         :func:`relsim.evalstats.analyze`'s or :func:`relsim.evalstats.compare`'s result.
     command : str, optional
         The command line that made the report, shown in the footer.
+    evidence : Evidence, optional
+        A grader audit (and the plan at its bound) to show after the headline.
 
     Returns
     -------
@@ -83,7 +108,7 @@ def render(result: Any, *, command: str | None = None) -> Report:
     sections = [figure_section] + [
         Section(t.id, t.title, table(t.header, t.rows, t.numeric, digits=DIGITS)
                 + (f'\n<p class="note">{html.escape(t.note)}</p>' if t.note else ""))
-        for t in _tables(result)
+        for t in _tables(result, evidence)
     ]
     kind = "harness report" if analysis else "comparison report"
     html_page = page(
@@ -97,7 +122,7 @@ def render(result: Any, *, command: str | None = None) -> Report:
     return Report(html=html_page, sections=tuple(sections), figures=(name,), meets_target=None)
 
 
-def markdown(result: Any, figure_file: str = "figure.svg") -> str:
+def markdown(result: Any, figure_file: str = "figure.svg", *, evidence: Evidence | None = None) -> str:
     """The report as Markdown: the tables, and the figure as an image ``figure_file``
     (:func:`write_report` writes it, named after the report)."""
     analysis = _is_analysis(result)
@@ -105,7 +130,7 @@ def markdown(result: Any, figure_file: str = "figure.svg") -> str:
     kind = "harness report" if analysis else "comparison report"
     lines = [f"# relsim {kind}", "", _lead(result, _md_text), "",
              f"![{_md_text(caption)}]({figure_file})", ""]
-    for t in _tables(result):
+    for t in _tables(result, evidence):
         lines += [f"## {_md_text(t.title)}", "", "| " + " | ".join(map(_md_text, t.header)) + " |",
                   "|" + "|".join("---:" if n else "---" for n in t.numeric) + "|"]
         lines += ["| " + " | ".join(_md_cell(cell, n) for cell, n in zip(row, t.numeric)) + " |"
@@ -114,7 +139,9 @@ def markdown(result: Any, figure_file: str = "figure.svg") -> str:
     return "\n".join(lines)
 
 
-def write_report(result: Any, path: str | Path, *, command: str | None = None) -> list[Path]:
+def write_report(
+    result: Any, path: str | Path, *, command: str | None = None, evidence: Evidence | None = None
+) -> list[Path]:
     """Write the report to ``path``: ``.html`` / ``.htm`` (:func:`render`) or ``.md``
     (:func:`markdown`, with its figure as ``<stem>.svg`` beside it). Returns the files
     written."""
@@ -127,9 +154,9 @@ def write_report(result: Any, path: str | Path, *, command: str | None = None) -
             figure_path = path.with_suffix(".svg")
             name, caption = _figure_names(_is_analysis(result))
             figure_path.write_text(svg_element(figure(result), name, caption), encoding="utf-8")
-            path.write_text(markdown(result, figure_path.name), encoding="utf-8")
+            path.write_text(markdown(result, figure_path.name, evidence=evidence), encoding="utf-8")
             return [path, figure_path]
-        path.write_text(render(result, command=command).html, encoding="utf-8")
+        path.write_text(render(result, command=command, evidence=evidence).html, encoding="utf-8")
     except OSError as error:  # a path the user gave: bad input, not a bug
         shown = f"{path} ({error.strerror})"
         raise invalid("report", "a file that can be written", shown) from None
@@ -161,8 +188,64 @@ def figure(result: Any) -> "Figure":
 
 
 # ------------------------------------------------------------------------------ the tables
-def _tables(result: Any) -> list[_Table]:
-    return _analysis_tables(result) if _is_analysis(result) else _comparison_tables(result)
+def _tables(result: Any, evidence: Evidence | None = None) -> list[_Table]:
+    if not _is_analysis(result):
+        return _comparison_tables(result)
+    tables = _analysis_tables(result)
+    if evidence is not None:  # after the headline: what the grader's errors do to it
+        tables[1:1] = _evidence_tables(evidence)
+    return tables
+
+
+def _evidence_tables(evidence: Evidence) -> list[_Table]:
+    """The grader audit, the pass rate corrected for it, and the plan at its bound."""
+    audit = evidence.audit
+    rows = []
+    for key, words in (("miss", "miss: passes a wrong answer"),
+                       ("false_reject", "false_reject: fails a right answer")):
+        rate = audit[key]
+        rows.append([words, rate["estimate"], interval(rate["ci"], DIGITS),
+                     f"{rate['count']} of {rate['of']}", rate["effective"]])
+    judged = audit.get("judged")
+    if judged is not None:
+        rows.append(["pass rate as graded", judged["pass_rate"]["estimate"],
+                     interval(judged["pass_rate"]["ci"], DIGITS), f"{judged['verdicts']} verdicts", ""])
+        corrected = judged.get("corrected")
+        if corrected is not None:
+            rows.append(["pass rate corrected for the grader", corrected["estimate"],
+                         interval(corrected["ci"], DIGITS), "Rogan-Gladen / Lee et al.", ""])
+        rows.append(["pass rate, prediction-powered (PPI++)", judged["ppi"]["estimate"],
+                     interval(judged["ppi"]["ci"], DIGITS), "labels and verdicts", ""])
+    note = (f"{audit['labels']} labelled verdicts ({audit['interval']} intervals). "
+            + ("The grader is better than chance."
+               if audit["better_than_chance"] else
+               "The grader is no better than chance: no corrected pass rate exists."))
+    if judged is not None and judged.get("corrected") is None and judged.get("reason"):
+        note += f" {judged['reason']}"
+    tables = [_Table("audit", "Grader audit: how often the grader is wrong",
+                     ["quantity", "estimate", "95% CI", "from", "effective labels"], rows,
+                     [False, True, True, False, True], note)]
+    plan = evidence.plan
+    if plan is not None:
+        out = plan.to_dict()
+        verifier = plan.scenario.verifier
+        rows = [
+            ["verifier miss used", verifier.miss],
+            ["verifier false_reject used", verifier.false_reject],
+            [f"{out['for']} (the plan)", str(out["value"]) if out["feasible"] else "infeasible"],
+            ["success", out["success"]],
+            ["cost per success", _infinite_if_none(out["cost_per_success"])],
+        ]
+        if out.get("target") is not None:
+            rows.append(["target", out["target"]])
+        tables.append(_Table(
+            "plan", f"The plan with the grader at the audit's {evidence.at} bound",
+            ["quantity", "value"], rows, [False, True],
+            "One harness task is one step and one trial one attempt (a retry reruns the task); "
+            "the task difficulty is the fit of these trials (zero-one-inflated beta-binomial), "
+            "the grader the audit's at the bound named.",
+        ))
+    return tables
 
 
 def _analysis_tables(result: Any) -> list[_Table]:
