@@ -35,7 +35,7 @@ def _load(name: str):
 outputs = _load("outputs")
 SHOWN = outputs.everything()
 #: commands that take over about half a second (engines, imports of scipy and pandas)
-SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze", "power"}
+SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze", "power", "fit"}
 
 
 def _param(item):

@@ -45,6 +45,7 @@ COMMANDS = {
     "analyze": "relsim.cli.trials",
     "compare": "relsim.cli.trials",
     "power": "relsim.cli.trials",
+    "fit": "relsim.cli.fit",
     "levers": "relsim.cli.levers",
     "report": "relsim.cli.report",
     "sweep": "relsim.cli.sweep",

@@ -45,6 +45,15 @@ replicates_count = _args.ranged(
     f"an integer >= {MIN_REPLICATES}",
 )
 
+# relsim.evalstats.difficulty.MAX_K, repeated for the same reason (the same test holds it)
+MAX_EXTRAPOLATE = 100
+extrapolate_count = _args.ranged(
+    "extrapolate_count",
+    int,
+    lambda v: 1 <= v <= MAX_EXTRAPOLATE,
+    f"an integer in 1..{MAX_EXTRAPOLATE}",
+)
+
 _INPUT_HELP = (
     "CSV or JSONL (.jsonl), one row per trial: columns task, trial, success (0/1 or "
     "true/false), optional cost, steps, category and any numeric columns; or an Inspect eval "
@@ -147,6 +156,15 @@ def add_parser(subparsers) -> None:
         type=target,
         default=0.95,
         help="end-to-end target for the plan drawn from a steps column (default 0.95)",
+    )
+    analyze.add_argument(
+        "--extrapolate",
+        type=extrapolate_count,
+        default=None,
+        metavar="K",
+        help="also pass@k and pass^k for every k up to K (at most "
+        f"{MAX_EXTRAPOLATE}) from a fitted task-difficulty distribution (see relsim fit), "
+        "beside the fit's check against the k that were run",
     )
     analyze.add_argument("--json", action="store_true", help="print one JSON object")
     analyze.set_defaults(run=run_analyze)
@@ -366,6 +384,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         category=args.category,
         infra_categories=args.infra_categories,
         metric=args.metric,
+        extrapolate=args.extrapolate,
     )
     _warn(result.warnings)
     if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
@@ -376,7 +395,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         from relsim.report.eval import write_report
 
         flags = _flags(args, ("k", "threshold", "scorer", "interval", "rate", "category",
-                              "infra_categories", "target"))
+                              "infra_categories", "target", "extrapolate"))
         if args.interval != "jeffreys":
             flags += ["--seed", str(seed), "--replicates", str(replicates)]
         written = write_report(result, args.report,
@@ -403,6 +422,8 @@ def run_analyze(args: argparse.Namespace) -> int:
                 f"{label + k:<12} {_value(row['estimate']):>8}  {_interval(*row['ci']):<18}  "
                 f"{row['excluded_tasks']}"
             )
+    if "extrapolated" in out:
+        _print_extrapolated(out["extrapolated"])
     if args.per_task:
         ks = list(out["pass_at_k"])
         head = "".join(f"  {'pass@' + k:>8}" for k in ks if k != "1") + "".join(
@@ -500,6 +521,35 @@ def run_analyze(args: argparse.Namespace) -> int:
     for path in written or ():
         print(f"report written: {path}")
     return EXIT_OK
+
+
+def _print_extrapolated(extrapolated) -> None:
+    """The fit's pass@k and pass^k up to K, those beyond the trials run marked, and its
+    check: fitted against observed pass^k for each k that was run."""
+    fit = extrapolated["fit"]
+    beta = fit["beta"]
+    shape = "" if beta is None else f", Beta({beta['alpha']:.4g}, {beta['beta']:.4g})"
+    print(
+        f"\nfitted       task difficulty: always {fit['always']:.4f}, never "
+        f"{fit['never']:.4f}{shape} (relsim fit)"
+    )
+    print(f"{'':12} {'pass@k':>8}  {'95% CI':<18}  {'pass^k':>8}  {'95% CI':<18}")
+    for k, at in extrapolated["pass_at_k"].items():
+        hat = extrapolated["pass_hat_k"][k]
+        mark = "  extrapolated" if at["extrapolated"] else ""
+        print(
+            f"{'k=' + k:<12} {_value(at['estimate']):>8}  {_interval(*at['ci']):<18}  "
+            f"{_value(hat['estimate']):>8}  {_interval(*hat['ci']):<18}{mark}"
+        )
+    shown = ", ".join(
+        f"k={entry['k']} {entry['fitted']:.4f} vs {entry['observed']:.4f}"
+        for entry in extrapolated["check"]
+    )
+    print(f"check        pass^k fitted vs observed: {shown}")
+    print(
+        f"fitted intervals: 95%, {extrapolated['draws']} bootstrap refits over tasks, "
+        "expanded percentile"
+    )
 
 
 def run_compare(args: argparse.Namespace) -> int:

@@ -44,7 +44,9 @@ columns, rates, cost per success, failure categories), ``smallsample`` (the inte
 paired differences and of ratios that hold on small harnesses), ``coverage`` (their measured
 coverage, and the note given where it fell short of 95%), ``bootstrap`` (the cluster bootstrap;
 its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
-``comparison`` (:func:`compare`) and ``power``. The harness report that shows an analysis or
+``comparison`` (:func:`compare`), ``power`` and ``difficulty`` (:func:`fit_difficulty`: the
+task-difficulty distribution of a harness, pass@k and pass^k beyond the trials run, and the
+scenario that runs on it; its likelihood and batched fit in ``_zoib``). The harness report that shows an analysis or
 a comparison is a view, in :mod:`relsim.report.eval`. Results are pandas objects or frozen
 result objects with ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one
 row). pandas and scipy are imported inside the functions that use them.
@@ -60,6 +62,7 @@ from relsim.evalstats._common import TrialDataError, TrialDataWarning
 from relsim.evalstats.analysis import TrialAnalysis, analyze
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
 from relsim.evalstats.comparison import Comparison, compare
+from relsim.evalstats.difficulty import DifficultyFit, fit_difficulty, verifier_from_audit
 from relsim.evalstats.estimators import DEFAULT_K, pass_k, per_task, success_rate
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
@@ -89,11 +92,13 @@ __all__ = [
     "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS",
     "Comparison",
+    "DifficultyFit",
     "TrialAnalysis",
     "TrialDataError",
     "TrialDataWarning",
     "analyze",
     "compare",
+    "fit_difficulty",
     "minimum_detectable_effect",
     "paired_power",
     "pass_k",
@@ -102,4 +107,5 @@ __all__ = [
     "read_trials",
     "success_rate",
     "tasks_needed",
+    "verifier_from_audit",
 ]
