@@ -36,7 +36,7 @@ outputs = _load("outputs")
 SHOWN = outputs.everything()
 #: commands that take over about half a second (engines, imports of scipy and pandas)
 SLOW = {"simulate", "timeline", "levers", "report", "sweep", "compare", "analyze", "power",
-        "audit"}
+        "audit", "fit"}
 
 
 def _param(item):

@@ -46,6 +46,7 @@ COMMANDS = {
     "compare": "relsim.cli.trials",
     "power": "relsim.cli.trials",
     "audit": "relsim.cli.audit",
+    "fit": "relsim.cli.fit",
     "levers": "relsim.cli.levers",
     "report": "relsim.cli.report",
     "sweep": "relsim.cli.sweep",

@@ -46,6 +46,15 @@ replicates_count = _args.ranged(
     f"an integer >= {MIN_REPLICATES}",
 )
 
+# relsim.evalstats.difficulty.MAX_K, repeated for the same reason (the same test holds it)
+MAX_EXTRAPOLATE = 100
+extrapolate_count = _args.ranged(
+    "extrapolate_count",
+    int,
+    lambda v: 1 <= v <= MAX_EXTRAPOLATE,
+    f"an integer in 1..{MAX_EXTRAPOLATE}",
+)
+
 _INPUT_HELP = (
     "CSV or JSONL (.jsonl), one row per trial: columns task, trial, success (0/1 or "
     "true/false), optional cost, steps, category and any numeric columns; or an Inspect eval "
@@ -148,6 +157,15 @@ def add_parser(subparsers) -> None:
         type=target,
         default=0.95,
         help="end-to-end target for the plan drawn from a steps column (default 0.95)",
+    )
+    analyze.add_argument(
+        "--extrapolate",
+        type=extrapolate_count,
+        default=None,
+        metavar="K",
+        help="also pass@k and pass^k for every k up to K (at most "
+        f"{MAX_EXTRAPOLATE}) from a fitted task-difficulty distribution (see relsim fit), "
+        "beside the fit's check against the k that were run",
     )
     analyze.add_argument(
         "--labels",
@@ -349,7 +367,7 @@ def _check_logs(*paths: str) -> None:
             )
 
 
-def _evidence(result: Any, labels: str, target: float, seed: int) -> Any:
+def _evidence(result: Any, trials: Any, labels: str, target: float, seed: int) -> Any:
     """The grader audit of ``labels``, with the analysis' verdicts as the judged ones (so the
     pass rate is corrected for the grader's errors), and the plan at the audit's bound."""
     import pandas as pd
@@ -364,7 +382,7 @@ def _evidence(result: Any, labels: str, target: float, seed: int) -> Any:
                     for j in range(int(n))],
     })
     found = audit(labels, judged, seed=seed)
-    return Evidence(audit=found.to_dict(), plan=_plan_at_bound(result, found, target))
+    return Evidence(audit=found.to_dict(), plan=_plan_at_bound(trials, found, target, seed))
 
 
 def _print_audit(labels: str, audit: Any, plan: Any) -> None:
@@ -389,12 +407,21 @@ def _print_audit(labels: str, audit: Any, plan: Any) -> None:
               f"(success {_value(plan['success'])})")
 
 
-def _plan_at_bound(result: Any, found: Any, target: float) -> Any:
-    """The least retries per task for ``target`` with the grader at the audit's upper bound
-    (None when the grader is no better than chance)."""
-    if not found.to_dict()["better_than_chance"]:
+def _plan_at_bound(trials: Any, found: Any, target: float, seed: int) -> Any:
+    """The least retries per task for ``target`` on the harness's fitted task difficulty with
+    the grader at the audit's upper bound (None when the grader is no better than chance or the
+    trials cannot be fitted: one trial per task)."""
+    from relsim import plan
+    from relsim.evalstats import fit_difficulty
+
+    record = found.to_dict()
+    if not record["better_than_chance"]:
         return None
-    return None
+    try:
+        fit = fit_difficulty(trials, seed=seed)
+    except RelsimError:
+        return None
+    return plan.retries(fit.to_scenario(verifier=record, at="upper", target=target), target)
 
 
 def run_analyze(args: argparse.Namespace) -> int:
@@ -422,18 +449,21 @@ def run_analyze(args: argparse.Namespace) -> int:
         category=args.category,
         infra_categories=args.infra_categories,
         metric=args.metric,
+        extrapolate=args.extrapolate,
     )
     _warn(result.warnings)
     if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
         _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
                "percentile); the default jeffreys interval draws nothing"])
-    evidence = None if args.labels is None else _evidence(result, args.labels, args.target, seed)
+    evidence = None
+    if args.labels is not None:
+        evidence = _evidence(result, args.trials, args.labels, args.target, seed)
     written = None
     if args.report:
         from relsim.report.eval import write_report
 
         flags = _flags(args, ("k", "threshold", "scorer", "interval", "rate", "category",
-                              "infra_categories", "target", "labels"))
+                              "infra_categories", "target", "extrapolate", "labels"))
         if args.interval != "jeffreys":
             flags += ["--seed", str(seed), "--replicates", str(replicates)]
         written = write_report(result, args.report, evidence=evidence,
@@ -464,6 +494,8 @@ def run_analyze(args: argparse.Namespace) -> int:
                 f"{label + k:<12} {_value(row['estimate']):>8}  {_interval(*row['ci']):<18}  "
                 f"{row['excluded_tasks']}"
             )
+    if "extrapolated" in out:
+        _print_extrapolated(out["extrapolated"])
     if args.per_task:
         ks = list(out["pass_at_k"])
         head = "".join(f"  {'pass@' + k:>8}" for k in ks if k != "1") + "".join(
@@ -563,6 +595,35 @@ def run_analyze(args: argparse.Namespace) -> int:
     for path in written or ():
         print(f"report written: {path}")
     return EXIT_OK
+
+
+def _print_extrapolated(extrapolated) -> None:
+    """The fit's pass@k and pass^k up to K, those beyond the trials run marked, and its
+    check: fitted against observed pass^k for each k that was run."""
+    fit = extrapolated["fit"]
+    beta = fit["beta"]
+    shape = "" if beta is None else f", Beta({beta['alpha']:.4g}, {beta['beta']:.4g})"
+    print(
+        f"\nfitted       task difficulty: always {fit['always']:.4f}, never "
+        f"{fit['never']:.4f}{shape} (relsim fit)"
+    )
+    print(f"{'':12} {'pass@k':>8}  {'95% CI':<18}  {'pass^k':>8}  {'95% CI':<18}")
+    for k, at in extrapolated["pass_at_k"].items():
+        hat = extrapolated["pass_hat_k"][k]
+        mark = "  extrapolated" if at["extrapolated"] else ""
+        print(
+            f"{'k=' + k:<12} {_value(at['estimate']):>8}  {_interval(*at['ci']):<18}  "
+            f"{_value(hat['estimate']):>8}  {_interval(*hat['ci']):<18}{mark}"
+        )
+    shown = ", ".join(
+        f"k={entry['k']} {entry['fitted']:.4f} vs {entry['observed']:.4f}"
+        for entry in extrapolated["check"]
+    )
+    print(f"check        pass^k fitted vs observed: {shown}")
+    print(
+        f"fitted intervals: 95%, {extrapolated['draws']} bootstrap refits over tasks, "
+        "expanded percentile"
+    )
 
 
 def run_compare(args: argparse.Namespace) -> int:

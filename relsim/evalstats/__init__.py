@@ -44,9 +44,11 @@ columns, rates, cost per success, failure categories), ``smallsample`` (the inte
 paired differences and of ratios that hold on small harnesses), ``coverage`` (their measured
 coverage, and the note given where it fell short of 95%), ``bootstrap`` (the cluster bootstrap;
 its intervals live in :mod:`relsim.intervals`), ``analysis`` (:func:`analyze`),
-``comparison`` (:func:`compare`), ``power``, and ``audit`` (:func:`audit`: a grader's miss and
+``comparison`` (:func:`compare`), ``power``, ``audit`` (:func:`audit`: a grader's miss and
 false-reject rates from labelled verdicts, read by ``_verdicts``, and the pass rate it judged,
-corrected). The harness report that shows an analysis or
+corrected) and ``difficulty`` (:func:`fit_difficulty`: the task-difficulty distribution of a
+harness, pass@k and pass^k beyond the trials run, and the scenario that runs on it; its
+likelihood and batched fit in ``_zoib``). The harness report that shows an analysis or
 a comparison is a view, in :mod:`relsim.report.eval`. Results are pandas objects or frozen
 result objects with ``to_dict()`` (the JSON the command line prints) and ``to_frame()`` (one
 row). pandas and scipy are imported inside the functions that use them.
@@ -63,6 +65,7 @@ from relsim.evalstats.analysis import TrialAnalysis, analyze
 from relsim.evalstats.audit import GraderAudit, audit
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES, INTERVALS, MIN_REPLICATES
 from relsim.evalstats.comparison import Comparison, compare
+from relsim.evalstats.difficulty import DifficultyFit, fit_difficulty, verifier_from_audit
 from relsim.evalstats.estimators import DEFAULT_K, pass_k, per_task, success_rate
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.metrics import DEFAULT_INFRA_CATEGORIES
@@ -93,12 +96,14 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "Comparison",
     "GraderAudit",
+    "DifficultyFit",
     "TrialAnalysis",
     "TrialDataError",
     "TrialDataWarning",
     "analyze",
     "audit",
     "compare",
+    "fit_difficulty",
     "minimum_detectable_effect",
     "paired_power",
     "pass_k",
@@ -107,4 +112,5 @@ __all__ = [
     "read_trials",
     "success_rate",
     "tasks_needed",
+    "verifier_from_audit",
 ]

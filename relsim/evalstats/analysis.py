@@ -12,7 +12,7 @@ import numpy as np
 
 from relsim._running import check_seed
 from relsim.errors import invalid
-from relsim.evalstats._common import TrialDataWarning, is_real
+from relsim.evalstats._common import TrialDataWarning, is_count, is_real
 from relsim.evalstats.bootstrap import DEFAULT_REPLICATES
 from relsim.evalstats.estimators import (
     DEFAULT_K,
@@ -30,6 +30,8 @@ from relsim.results import jsonable, one_row
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+    from relsim.evalstats.difficulty import DifficultyFit
 
 __all__ = ["DEFAULT_K", "TrialAnalysis", "analyze"]
 
@@ -91,6 +93,17 @@ class TrialAnalysis:
         What was read (a path, or ``"trials"`` for a DataFrame).
     warnings : tuple of str
         What was warned about (also issued as :class:`TrialDataWarning`).
+    difficulty : DifficultyFit or None
+        With ``extrapolate=K``: the task-difficulty fit
+        (:func:`relsim.evalstats.fit_difficulty`) behind :attr:`extrapolated`.
+    extrapolated : dict or None
+        With ``extrapolate=K``: pass@k and pass^k for every k from 1 to K from the fit, with
+        intervals from its bootstrap refits (:meth:`DifficultyFit.extrapolate`; each entry's
+        ``extrapolated`` is True beyond the most trials of a task), ``check`` (the fit's
+        pass^k against the observed one for each k that was run), ``fit`` (the fit's
+        ``to_dict`` without ``draws``, ``check`` and ``seed``), ``draws`` (the number of
+        refits) and ``seed`` (the analysis's: the refits draw from its child with spawn key
+        ``(21,)``).
     coverage_notes : dict
         Where an interval's coverage was measured below 95% at about this many tasks and
         trials (:func:`relsim.evalstats.coverage.coverage_note`), the note, keyed
@@ -120,6 +133,8 @@ class TrialAnalysis:
     source: str = "trials"
     warnings: tuple[str, ...] = ()
     coverage_notes: dict[str, str] = field(default_factory=dict)
+    difficulty: DifficultyFit | None = field(default=None, repr=False)
+    extrapolated: dict[str, Any] | None = None
 
     def per_task_records(self) -> list[dict[str, Any]]:
         """The per-task table as ``[{task, trials, successes, p, pass_at_k: {k: v},
@@ -214,6 +229,10 @@ class TrialAnalysis:
             out["inspect"] = self.inspect
         if self.steps is not None:
             out["steps"] = self.steps
+        if self.extrapolated is not None:
+            out["extrapolated"] = dict(self.extrapolated)
+            if isinstance(self.extrapolated["seed"], np.random.SeedSequence):
+                out["extrapolated"]["seed"] = str(self.extrapolated["seed"])
         seed: Any = self.seed
         if isinstance(seed, np.random.SeedSequence):
             seed = str(seed)  # shown, as JSON cannot hold it
@@ -257,6 +276,9 @@ class TrialAnalysis:
             }
         if "errors" in record:
             record["errors"] = {"count": record["errors"]["count"]}
+        if "extrapolated" in record:  # the check is a list: the per-k table holds it
+            record["extrapolated"] = {key: value for key, value in record["extrapolated"].items()
+                                      if key != "check"}
         if "inspect" in record:  # one column group per log and reducer
             several = len({entry["log"] for entry in record["inspect"]}) > 1
             record["inspect"] = {
@@ -283,6 +305,7 @@ def analyze(
     category: str | None = None,
     infra_categories: Iterable[str] = DEFAULT_INFRA_CATEGORIES,
     metric: str | Iterable[str] = (),
+    extrapolate: int | None = None,
 ) -> TrialAnalysis:
     r"""Analyze a table of trials: success, pass@k, pass^k per task and overall, metrics,
     rates, cost per success, failure categories, implied step success.
@@ -317,6 +340,12 @@ def analyze(
         Inspect logs: scorers whose values become metric columns (``"score"``: the success
         scorer's own value), reported like any numeric column (see
         :func:`read_inspect_log`).
+    extrapolate : int, optional
+        pass@k and pass^k for every k from 1 to ``extrapolate`` (at most
+        :data:`relsim.evalstats.difficulty.MAX_K`) from a fitted task-difficulty distribution
+        (:func:`relsim.evalstats.fit_difficulty`, 200 bootstrap refits drawn from ``seed``),
+        in :attr:`TrialAnalysis.extrapolated`. Trials that cannot say how tasks differ (one
+        trial per task, fewer than 5 tasks, no failure or no success) are refused.
 
     Returns
     -------
@@ -353,6 +382,10 @@ def analyze(
     frame = load_trials(trials, threshold, scorer, metric)
     if not (is_real(target) and 0.0 < target <= 1.0):
         raise invalid("target", "in (0, 1]", target)
+    difficulty = extrapolated = None
+    if extrapolate is not None:
+        difficulty, extrapolated = _extrapolation(frame, extrapolate, seed_sequence, confidence)
+        extrapolated["seed"] = seed if isinstance(seed, np.random.SeedSequence) else seed_value
     tasks = per_task(frame)
     largest = int(tasks["trials"].max())
     if k is None:
@@ -459,7 +492,33 @@ def analyze(
         source=str(frame.attrs.get("relsim_source", "trials")),
         warnings=tuple(messages),
         coverage_notes=coverage_notes,
+        difficulty=difficulty,
+        extrapolated=extrapolated,
     )
+
+
+#: The spawn key under the analysis seed of the task-difficulty fit's bootstrap.
+_FIT_STREAM = 21
+
+
+def _extrapolation(
+    frame: pd.DataFrame, k_max: Any, seed: np.random.SeedSequence, confidence: float
+) -> tuple[DifficultyFit, dict[str, Any]]:
+    """The task-difficulty fit of the trials and its pass@k, pass^k up to ``k_max``."""
+    from relsim.evalstats.difficulty import MAX_K, fit_difficulty
+
+    if not (is_count(k_max) and 1 <= k_max <= MAX_K):
+        raise invalid("extrapolate", f"an integer in [1, {MAX_K}]", k_max)
+    # a stream of its own (the seed's child with key _FIT_STREAM, made without spawning, so
+    # the seed given is left as it was): the fit's resamples are not the intervals' resamples
+    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, _FIT_STREAM))
+    fit = fit_difficulty(frame, seed=child)
+    out = fit.extrapolate(int(k_max), confidence=confidence)
+    record = fit.to_dict()
+    out["check"] = record.pop("check")
+    record.pop("draws")
+    record.pop("seed")
+    return fit, {**out, "fit": record, "draws": len(fit.draws)}
 
 
 def _coverage_notes(

@@ -1,4 +1,5 @@
-"""Reading a TOML file safely: the one reader of scenario files, sweep grids and their bases.
+"""Reading a TOML file safely: the one reader of scenario files, sweep grids and their bases;
+and :func:`toml_text`, the one writer (a scenario's ``to_dict`` as a file).
 
 A file is read only when it is a regular file (a FIFO would block for ever, ``/dev/zero``
 never ends), of at most ``MAX_FILE_BYTES``, in UTF-8, with arrays and inline tables nested at
@@ -16,7 +17,7 @@ from typing import Any
 
 from relsim.errors import RelsimError
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "read_toml"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "read_toml", "toml_text"]
 
 #: The largest file read (a 100,000-step scenario with four per-step lists is ~10 MiB).
 MAX_FILE_BYTES = 32 * 2**20
@@ -109,3 +110,87 @@ def _check_nesting(text: str, path: Path, error: type[RelsimError]) -> None:
             line += 1
         else:
             line += token.count("\n")
+
+
+def toml_text(data: dict[str, Any]) -> str:
+    """``data`` (a scenario's ``to_dict``: text, numbers, booleans, lists, tables and lists of
+    tables) as TOML that :func:`read_toml` reads back equal.
+
+    Top-level values first, then each table as ``[name]`` and each list of tables as
+    ``[[name]]`` entries; a table inside a table is an inline table. Floats are written
+    with Python's shortest round-trip ``repr``.
+
+    Examples
+    --------
+    >>> print(toml_text({"steps": 1, "verifier": {"miss": 0.1},
+    ...                  "classes": [{"weight": 0.5, "p": 1.0}]}), end="")
+    steps = 1
+    <BLANKLINE>
+    [verifier]
+    miss = 0.1
+    <BLANKLINE>
+    [[classes]]
+    weight = 0.5
+    p = 1.0
+    """
+    lines = [f"{_key(key)} = {_value(value)}" for key, value in data.items()
+             if not _is_table(value) and not _is_table_list(value)]
+    for key, value in data.items():
+        if _is_table(value):
+            lines += ["", f"[{_key(key)}]"]
+            lines += [f"{_key(k)} = {_value(v)}" for k, v in value.items()]
+        elif _is_table_list(value):
+            for entry in value:
+                lines += ["", f"[[{_key(key)}]]"]
+                lines += [f"{_key(k)} = {_value(v)}" for k, v in entry.items()]
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(entry, dict) for entry in value)
+
+
+def _numpy_bool() -> type:
+    """numpy's boolean type, without importing numpy when it is not loaded."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    return numpy.bool_ if numpy is not None else bool
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(key: str) -> str:
+    import json
+
+    return key if _BARE_KEY.match(key) else json.dumps(key)
+
+
+def _value(value: Any) -> str:
+    """One TOML value (JSON's string escapes are TOML's basic-string escapes)."""
+    import json
+    import math
+    import numbers
+
+    if isinstance(value, (bool, _numpy_bool())):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        if not math.isfinite(value):
+            raise RelsimError(f"value: must be a finite number to write as TOML, got {value!r}")
+        return repr(float(value))
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
+    raise RelsimError(f"value: must be text, a number, a list or a table to write as TOML, "
+                      f"got {type(value).__name__}")
