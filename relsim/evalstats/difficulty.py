@@ -19,6 +19,7 @@ at any :math:`k`, with intervals from the bootstrap refits.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,8 +339,8 @@ def fit_difficulty(
     maximised over the models the data identify (see :attr:`DifficultyFit.identified`):
     for each Beta the best weights are exact (closed form with equal trial counts, Newton's
     method otherwise), and the Beta's mean (logit) and precision (log) are searched by a grid
-    and a pattern search, to within 1e-8 in log-likelihood of scipy's Nelder-Mead from a dozen
-    starts (``tests/test_difficulty.py``).
+    and a pattern search; ``tests/test_difficulty.py`` holds the result at or above the best
+    point of a brute-force grid and of scipy's Nelder-Mead from many starts.
 
     Examples
     --------
@@ -395,7 +396,7 @@ def fit_difficulty(
     fitted = fit.pass_hat_k(np.array(ks))
     check = tuple({"k": k, "observed": float(o), "fitted": float(f)}
                   for k, o, f in zip(ks, observed, fitted))
-    return DifficultyFit(**{**fit.__dict__, "check": check})
+    return dataclasses.replace(fit, check=check)
 
 
 def verifier_from_audit(audit: Mapping[str, Any], *, at: str = "upper") -> Verifier:
@@ -454,9 +455,9 @@ def beta_nodes(alpha: float, beta: float, count: int) -> tuple[np.ndarray, np.nd
 
     Examples
     --------
-    >>> nodes, weights = beta_nodes(2.0, 3.0, 4)
+    >>> nodes, weights = beta_nodes(2.0, 3.0, 4)  # E[p] = 2/5, E[p^7] = B(9, 3)/B(2, 3) = 4/165
     >>> round(float((weights * nodes).sum()), 12), round(float((weights * nodes**7).sum()), 12)
-    (0.4, 0.007575757576)
+    (0.4, 0.024242424242)
     """
     from scipy.linalg import eigh_tridiagonal
 
