@@ -423,7 +423,7 @@ def verifier_from_audit(audit: Mapping[str, Any], *, at: str = "upper") -> Verif
     if at not in AUDIT_LEVELS:
         raise invalid("at", f"one of {', '.join(AUDIT_LEVELS)}", at)
     if not isinstance(audit, Mapping):
-        raise invalid("audit", "a mapping (the JSON of relsim audit --json)", audit)
+        raise invalid("audit", "a mapping (what relsim audit prints as JSON)", audit)
     rates = {}
     for key in ("miss", "false_reject"):
         entry = audit.get(key)
