@@ -78,7 +78,20 @@ def kernel_input(
         and max_attempts < EXACT_ATTEMPTS_LIMIT
         and not force_general
     )
-    design = Design(
+    design = _design(model, attempt_cost, max_attempts, max_cost)
+    return KernelInput(
+        design=design, exact=exact, max_attempts=int(max_attempts), cost_unit=unit
+    )
+
+
+def _design(model: TrialModel, attempt_cost: np.ndarray, max_attempts: int, max_cost: float) -> Design:
+    """Section 3's part of the kernels' input, in the model's cost unit: ``attempt_cost`` the
+    cost of one attempt at each step (rung 0's for ``run_v2``), ``max_attempts`` and
+    ``max_cost`` a trial's bounds (the histograms' windows)."""
+    unit = model.cost_unit
+    checkpoint_cost = model.checkpoint_cost / unit
+    # copies: writable arrays, so that the kernels compile once for every scenario
+    return Design(
         p=np.array(model.p, dtype=np.float64),
         logit_p=np.array(model.logit_p, dtype=np.float64),
         p_is_fixed=np.array(model.p_fixed),
@@ -91,9 +104,9 @@ def kernel_input(
         is_checkpoint=np.array(model.is_checkpoint),
         detect=float(model.detect),
         false_alarm=float(model.false_alarm),
-        rollbacks=int(rollbacks),
+        rollbacks=int(model.rollbacks),
         checkpoint_cost=float(checkpoint_cost),
-        rollback_cost=float(rollback_cost),
+        rollback_cost=float(model.rollback_cost / unit),
         has_confusion=model.has_confusion,
         enter=float(model.enter),
         recover=float(model.recover),
@@ -101,13 +114,10 @@ def kernel_input(
         task_sd=float(model.task_sd),
         step_sd=float(model.step_sd),
         attempts_shift=float(model.steps),  # a trial without retries or rollbacks
-        cost_shift=float(attempt_cost.sum() + len(positions) * checkpoint_cost),
+        cost_shift=float(attempt_cost.sum() + len(model.checkpoint_positions) * checkpoint_cost),
         attempts_offset=histogram_offset(_top_exponent(max_attempts)),
         cost_offset=histogram_offset(_top_exponent(max_cost * (1.0 + 1e-9))),
         mantissa_drop=MANTISSA_DROP,
-    )
-    return KernelInput(
-        design=design, exact=exact, max_attempts=int(max_attempts), cost_unit=unit
     )
 
 
@@ -133,34 +143,7 @@ def _v2_input(model: TrialModel) -> KernelInput:
         + (len(positions) + rollbacks) * checkpoint_cost
         + rollbacks * rollback_cost
     )
-    design = Design(
-        p=np.array(model.p, dtype=np.float64),
-        logit_p=np.array(model.logit_p, dtype=np.float64),
-        p_is_fixed=np.array(model.p_fixed),
-        miss=np.array(model.miss, dtype=np.float64),
-        false_reject=np.array(model.false_reject, dtype=np.float64),
-        per_step=np.array(model.per_step, dtype=np.int64),
-        total_retries=int(model.total),
-        attempt_cost=first_rung,
-        unit_cost=float(first_rung[0]),
-        is_checkpoint=np.array(model.is_checkpoint),
-        detect=float(model.detect),
-        false_alarm=float(model.false_alarm),
-        rollbacks=int(rollbacks),
-        checkpoint_cost=float(checkpoint_cost),
-        rollback_cost=float(rollback_cost),
-        has_confusion=model.has_confusion,
-        enter=float(model.enter),
-        recover=float(model.recover),
-        factor=float(model.factor),
-        task_sd=float(model.task_sd),
-        step_sd=float(model.step_sd),
-        attempts_shift=float(model.steps),
-        cost_shift=float(first_rung.sum() + len(positions) * checkpoint_cost),
-        attempts_offset=histogram_offset(_top_exponent(max_attempts)),
-        cost_offset=histogram_offset(_top_exponent(max_cost * (1.0 + 1e-9))),
-        mantissa_drop=MANTISSA_DROP,
-    )
+    design = _design(model, first_rung, max_attempts, max_cost)
     # An accepted wrong result's mode: P(mode | wrong, accepted) is share x miss, normalised
     # (no verifier: every miss is 1). Never drawn when no wrong result can be accepted.
     accepted = np.asarray(model.mode_share) * np.asarray(model.mode_miss)
