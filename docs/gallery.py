@@ -73,6 +73,8 @@ def figures() -> dict[str, object]:
         "pareto": pareto,
         "convergence": convergence,
         "pass_k": lambda: plot.pass_k(trials()[0]),
+        "pass_k_extrapolated": lambda: plot.pass_k_extrapolated(relsim.evalstats.analyze(
+            HARNESS / "exercise1.csv", k=[1, 3], extrapolate=12, seed=0)),
         "paired_differences": lambda: plot.paired_differences(trials()[1]),
         "durations": lambda: plot.durations(timed()),
         "timeline": lambda: plot.timeline(timed().events, trials=20),

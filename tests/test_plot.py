@@ -362,6 +362,34 @@ def test_pass_k_takes_the_table_and_refuses_other_things(ax):
         plot.pass_k(pd.DataFrame({"estimate": [1.0]}), ax=Figure().add_subplot())
 
 
+def test_pass_k_extrapolated_draws_the_fit_its_bands_and_the_observed_pass_k(ax):
+    # Tasks with 0..5 successes of 5: the fit's curves and bands are the analysis' extrapolated
+    # table, its points the observed pass^k, C(c, k)/C(5, k) averaged over tasks.
+    counts = [0, 1, 2, 3, 4, 5, 5, 3, 2, 4]
+    rows = [{"task": t, "trial": j, "success": int(j < c)} for t, c in enumerate(counts) for j in range(5)]
+    analysis = relsim.evalstats.analyze(pd.DataFrame(rows), k=[1], seed=3, extrapolate=9)
+    plot.pass_k_extrapolated(analysis, ax=ax)
+    table = analysis.extrapolated
+    at_line, hat_line, observed = ax.lines[:3]
+    for line, metric in ((at_line, "pass_at_k"), (hat_line, "pass_hat_k")):
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(1, 10))
+        np.testing.assert_allclose(line.get_ydata(), [table[metric][str(k)]["estimate"] for k in range(1, 10)])
+    bands = [c for c in ax.collections if "interval" in c.get_label()]
+    for band, metric in zip(bands, ("pass_at_k", "pass_hat_k")):
+        vertices = band.get_paths()[0].vertices
+        for k in (1, 5, 9):
+            at_k = sorted(vertices[np.isclose(vertices[:, 0], k), 1])
+            assert at_k[0] == pytest.approx(table[metric][str(k)]["ci"][0])
+            assert at_k[-1] == pytest.approx(table[metric][str(k)]["ci"][1])
+    expected = [np.mean([math.comb(c, k) / math.comb(5, k) for c in counts]) for k in range(1, 6)]
+    np.testing.assert_allclose(observed.get_ydata(), expected, rtol=1e-12)
+    # the divide between the trials run (5) and the extrapolated k
+    assert [line.get_xdata()[0] for line in ax.lines[3:]] == [5.5]
+    with pytest.raises(RelsimError, match="^analysis: must be a TrialAnalysis made with extrapolate"):
+        plot.pass_k_extrapolated(relsim.evalstats.analyze(pd.DataFrame(rows), k=[1]),
+                                 ax=Figure().add_subplot())
+
+
 def test_paired_differences_points_and_bars_are_the_comparison(ax):
     # Four tasks, two trials each; the candidate fixes task d: success differences by task
     # are 0, 0, 0, 1 (mean 0.25), pass@2 differences 0, 0, 0, 1 too.

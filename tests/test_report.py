@@ -260,6 +260,32 @@ def test_eval_report_figure_is_plot_pass_k_of_the_whole_curve_with_the_analysis_
     assert not np.allclose(other.pass_k[["ci_low", "ci_high"]], result.pass_k[["ci_low", "ci_high"]])
 
 
+def test_eval_report_shows_pass_k_beyond_the_trials_run(tmp_path):
+    # analyze(extrapolate=K): a section after the headline with the fitted curve (its own
+    # figure) and a table whose numbers are the analysis' own, the check in its note.
+    from relsim.report import eval as eval_report
+
+    result = _analysis(k=[2], extrapolate=6)
+    report = eval_report.render(result)
+    assert report.figures == ("pass-k", "extrapolated")
+    assert [s.id for s in report.sections][:3] == ["figure", "headline", "extrapolated"]
+    section = report.sections[2]
+    assert section.figures == ("extrapolated",) and 'data-figure="extrapolated"' in section.body
+    hat = result.extrapolated["pass_hat_k"]["6"]
+    row = section.body.split("<td class=\"num\">6</td>", 1)[1].split("</tr>", 1)[0]
+    assert f'{hat["estimate"]:.4g}' in row and "extrapolated" in row
+    assert f'{result.extrapolated["check"][-1]["observed"]:.4g} observed' in section.body
+    written = eval_report.write_report(result, tmp_path / "r.md")
+    assert [p.name for p in written] == ["r.md", "r.svg", "r-extrapolated.svg"]
+    text = written[0].read_text(encoding="utf-8")
+    assert "![pass@k and pass^k beyond the trials run, with their 95% bands](r-extrapolated.svg)" in text
+    assert written[2].read_text(encoding="utf-8").startswith("<svg")
+    # negative control: without extrapolate, no such section, figure or file
+    plain = _analysis(k=[2])
+    assert eval_report.render(plain).figures == ("pass-k",)
+    assert len(eval_report.write_report(plain, tmp_path / "p.md")) == 2
+
+
 def test_eval_report_escapes_user_text_in_html_and_markdown(tmp_path):
     from relsim.report import eval as eval_report
 

@@ -24,6 +24,8 @@ function                          what it draws
 :func:`convergence`               the running Monte Carlo estimate of success against the
                                   exact value, with a band of 5 standard errors
 :func:`pass_k`                    pass@k and pass^k against k with their intervals
+:func:`pass_k_extrapolated`       pass@k and pass^k of a task-difficulty fit beyond the
+                                  trials run, with bands, and the observed pass^k
 :func:`paired_differences`        a comparison's paired differences with their intervals
 :func:`durations`                 the distribution of trial durations (timeline engine), with
                                   the deadline
@@ -46,7 +48,7 @@ from relsim.plot._closed_forms import compounding, required_accuracy, retries
 from relsim.plot._common import OUTCOME_COLORS
 from relsim.plot._results import BAND_SE, ZOOM_TRIALS, convergence, curve, levers, outcome_split, pareto
 from relsim.plot._time import REVIEW_COLOR, WAIT_COLORS, WORK_COLOR, WORK_EVENTS, durations, timeline
-from relsim.plot._trials import paired_differences, pass_k
+from relsim.plot._trials import paired_differences, pass_k, pass_k_extrapolated
 
 __all__ = [
     "BAND_SE",
@@ -65,6 +67,7 @@ __all__ = [
     "pareto",
     "paired_differences",
     "pass_k",
+    "pass_k_extrapolated",
     "required_accuracy",
     "retries",
     "timeline",

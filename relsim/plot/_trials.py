@@ -1,4 +1,4 @@
-"""Figures of trial data: pass@k and paired differences."""
+"""Figures of trial data: pass@k, pass^k beyond the trials run, and paired differences."""
 
 from __future__ import annotations
 
@@ -55,6 +55,70 @@ def pass_k(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
     ax.set_ylim(0.0, 1.02)
     ax.set_title("pass@k and pass^k")
     ax.legend()
+    return ax
+
+
+def pass_k_extrapolated(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
+    r"""pass@k and pass^k of the fitted task difficulty against k, with their bands, beyond
+    the trials run.
+
+    Each curve is the fit's value at every k from 1 to K (:meth:`relsim.evalstats.
+    DifficultyFit.extrapolate`), its band the 95% interval of the bootstrap refits over tasks;
+    the points are pass^k as observed for each k that was run (the fit's check). A dotted line
+    marks the most trials of a task: right of it the curves are extrapolated, from the shape of
+    the difficulty distribution rather than from trials.
+
+    Parameters
+    ----------
+    analysis : TrialAnalysis or mapping
+        :func:`relsim.evalstats.analyze`'s result made with ``extrapolate=K``, or its
+        ``extrapolated`` mapping (``pass_at_k`` and ``pass_hat_k``: k -> ``estimate``, ``ci``,
+        ``extrapolated``; ``check``: the observed pass^k).
+    ax : matplotlib Axes, optional
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> entry = lambda e, lo, hi, x: {"estimate": e, "ci": [lo, hi], "extrapolated": x}
+    >>> drawn = pass_k_extrapolated({
+    ...     "pass_at_k": {"1": entry(0.6, 0.5, 0.7, False), "2": entry(0.8, 0.7, 0.9, True)},
+    ...     "pass_hat_k": {"1": entry(0.6, 0.5, 0.7, False), "2": entry(0.4, 0.3, 0.5, True)},
+    ...     "check": [{"k": 1, "observed": 0.62, "fitted": 0.6}]})
+    >>> [line.get_ydata().tolist() for line in drawn.lines[:2]]
+    [[0.6, 0.8], [0.6, 0.4]]
+    """
+    table = getattr(analysis, "extrapolated", analysis)
+    if not (isinstance(table, Mapping) and isinstance(table.get("pass_hat_k"), Mapping)
+            and isinstance(table.get("pass_at_k"), Mapping)):
+        raise invalid("analysis", "a TrialAnalysis made with extrapolate=K, or its extrapolated "
+                      "mapping", type(analysis).__name__)
+    ax = axes_or_new(ax)
+    labels = {"pass_at_k": "pass@k (any of k succeeds), fitted", "pass_hat_k": "pass^k (all k succeed), fitted"}
+    colors = {"pass_at_k": "tab:blue", "pass_hat_k": "tab:red"}
+    run = 0
+    for metric in ("pass_at_k", "pass_hat_k"):
+        rows = sorted(table[metric].items(), key=lambda item: int(item[0]))
+        ks = np.array([int(k) for k, _ in rows], dtype=float)
+        estimate = np.array([row["estimate"] for _, row in rows], dtype=float)
+        bounds = np.array([row["ci"] for _, row in rows], dtype=float).reshape(-1, 2)
+        ax.plot(ks, estimate, color=colors[metric], marker=".", label=labels[metric])
+        ax.fill_between(ks, bounds[:, 0], bounds[:, 1], color=colors[metric], alpha=0.18,
+                        linewidth=0, label=f"{metric.replace('_at_', '@').replace('_hat_', '^')}"
+                        " 95% interval (bootstrap refits over tasks)")
+        run = max(run, max((int(k) for k, row in rows if not row["extrapolated"]), default=0))
+    check = table.get("check") or []
+    if check:
+        ax.plot([c["k"] for c in check], [c["observed"] for c in check], linestyle="none",
+                marker="o", markerfacecolor="none", color="black", label="pass^k observed")
+    if run and run < len(table["pass_hat_k"]):
+        ax.axvline(run + 0.5, color="0.5", linestyle=":", linewidth=1)
+        ax.text(run + 0.5, 0.65, "trials run | extrapolated", rotation=90, ha="right",
+                va="center", fontsize="small", color="0.35")
+    ax.set_xlabel("k (trials per task)")
+    ax.set_ylabel("estimate with 95% interval (probability)")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title("pass@k and pass^k of the fitted task difficulty")
+    ax.legend(fontsize="small", loc="center right")
     return ax
 
 

@@ -10,11 +10,14 @@ script, font or image fetched) with pass@k and pass^k against k with their inter
 (:func:`relsim.plot.pass_k`), the headline table, the per-task table sorted by p, the metrics,
 rates and cost per success, failure categories and infrastructure noise; for a comparison,
 every paired difference (:func:`relsim.plot.paired_differences`) and the per-task success
-differences. With :class:`Evidence` (``analyze --labels``), a grader-audit table (the
+differences. An analysis made with ``extrapolate=K`` (``analyze --extrapolate K``) gets a
+section of pass@k and pass^k beyond the trials run: the fitted curves with their bands
+(:func:`relsim.plot.pass_k_extrapolated`), their table and the fit's check. With
+:class:`Evidence` (``analyze --labels``), a grader-audit table (the
 grader's error rates with their intervals, the pass rate corrected for them and the
 prediction-powered one) and the plan at the audit's bound. Markdown (:func:`markdown`): the
-same tables, with the figure written next to it
-as ``<name>.svg``; user text (tasks, categories, column names) is escaped, so it shows as
+same tables, with the figures written next to it
+as ``<name>.svg`` (and ``<name>-extrapolated.svg``); user text (tasks, categories, column names) is escaped, so it shows as
 written and never as HTML or Markdown.
 
 Every number comes from the result's ``to_dict()``, so the report shows what ``--json``
@@ -38,12 +41,15 @@ from relsim.report._html import svg_element, table
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["DIGITS", "LARGEST_K", "Evidence", "markdown", "render", "write_report"]
+__all__ = ["DIGITS", "EXTRAPOLATED", "LARGEST_K", "Evidence", "markdown", "render", "write_report"]
 
 #: Significant figures of the numbers in the tables (the command line prints 4 decimals).
 DIGITS = 4
 #: The pass@k curve runs over k = 1 .. the most trials of a task, at most this.
 LARGEST_K = 20
+#: The name of the figure and section of the extrapolated pass@k and pass^k.
+EXTRAPOLATED = "extrapolated"
+EXTRAPOLATED_CAPTION = "pass@k and pass^k beyond the trials run, with their 95% bands"
 
 #: The harness report's footnote, after "Made by relsim ... with <command>."
 FOOTER = (
@@ -99,17 +105,22 @@ def render(result: Any, *, command: str | None = None, evidence: Evidence | None
     Returns
     -------
     Report
-        The page (``html``), its sections and its one figure (``"pass-k"`` for an analysis,
-        ``"differences"`` for a comparison); ``meets_target`` is None.
+        The page (``html``), its sections and its figures (``"pass-k"`` for an analysis,
+        with ``"extrapolated"`` after it when the analysis extrapolated; ``"differences"``
+        for a comparison); ``meets_target`` is None.
     """
     analysis = _is_analysis(result)
     name, caption = _figure_names(analysis)
     figure_section = Section("figure", caption, svg(figure(result), name, caption), (name,))
-    sections = [figure_section] + [
-        Section(t.id, t.title, table(t.header, t.rows, t.numeric, digits=DIGITS)
-                + (f'\n<p class="note">{html.escape(t.note)}</p>' if t.note else ""))
-        for t in _tables(result, evidence)
-    ]
+    sections = [figure_section]
+    for t in _tables(result, evidence):
+        body = table(t.header, t.rows, t.numeric, digits=DIGITS) + (
+            f'\n<p class="note">{html.escape(t.note)}</p>' if t.note else "")
+        drawn: tuple[str, ...] = ()
+        if t.id == EXTRAPOLATED:  # the curve beyond the trials run heads its own table
+            body = svg(extrapolated_figure(result), EXTRAPOLATED, EXTRAPOLATED_CAPTION) + "\n" + body
+            drawn = (EXTRAPOLATED,)
+        sections.append(Section(t.id, t.title, body, drawn))
     kind = "harness report" if analysis else "comparison report"
     html_page = page(
         title=f"relsim {kind}" + (f": {result.source}" if analysis else ""),
@@ -119,19 +130,30 @@ def render(result: Any, *, command: str | None = None, evidence: Evidence | None
         command=command or "relsim.report.eval.render",
         footer=FOOTER,
     )
-    return Report(html=html_page, sections=tuple(sections), figures=(name,), meets_target=None)
+    figures = tuple(drawn for section in sections for drawn in section.figures)
+    return Report(html=html_page, sections=tuple(sections), figures=figures, meets_target=None)
 
 
-def markdown(result: Any, figure_file: str = "figure.svg", *, evidence: Evidence | None = None) -> str:
+def markdown(
+    result: Any,
+    figure_file: str = "figure.svg",
+    *,
+    evidence: Evidence | None = None,
+    extrapolated_file: str = "extrapolated.svg",
+) -> str:
     """The report as Markdown: the tables, and the figure as an image ``figure_file``
-    (:func:`write_report` writes it, named after the report)."""
+    (:func:`write_report` writes it, named after the report); an analysis made with
+    ``extrapolate=K`` shows its fitted curve as ``extrapolated_file`` above its table."""
     analysis = _is_analysis(result)
     _, caption = _figure_names(analysis)
     kind = "harness report" if analysis else "comparison report"
     lines = [f"# relsim {kind}", "", _lead(result, _md_text), "",
              f"![{_md_text(caption)}]({figure_file})", ""]
     for t in _tables(result, evidence):
-        lines += [f"## {_md_text(t.title)}", "", "| " + " | ".join(map(_md_text, t.header)) + " |",
+        lines += [f"## {_md_text(t.title)}", ""]
+        if t.id == EXTRAPOLATED:
+            lines += [f"![{_md_text(EXTRAPOLATED_CAPTION)}]({extrapolated_file})", ""]
+        lines += ["| " + " | ".join(map(_md_text, t.header)) + " |",
                   "|" + "|".join("---:" if n else "---" for n in t.numeric) + "|"]
         lines += ["| " + " | ".join(_md_cell(cell, n) for cell, n in zip(row, t.numeric)) + " |"
                   for row in t.rows]
@@ -143,8 +165,8 @@ def write_report(
     result: Any, path: str | Path, *, command: str | None = None, evidence: Evidence | None = None
 ) -> list[Path]:
     """Write the report to ``path``: ``.html`` / ``.htm`` (:func:`render`) or ``.md``
-    (:func:`markdown`, with its figure as ``<stem>.svg`` beside it). Returns the files
-    written."""
+    (:func:`markdown`, with its figure as ``<stem>.svg`` beside it, and an extrapolated
+    analysis' curve as ``<stem>-extrapolated.svg``). Returns the files written."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".html", ".htm", ".md"):
@@ -154,8 +176,15 @@ def write_report(
             figure_path = path.with_suffix(".svg")
             name, caption = _figure_names(_is_analysis(result))
             figure_path.write_text(svg_element(figure(result), name, caption), encoding="utf-8")
-            path.write_text(markdown(result, figure_path.name, evidence=evidence), encoding="utf-8")
-            return [path, figure_path]
+            written = [path, figure_path]
+            extra_path = path.with_name(f"{path.stem}-{EXTRAPOLATED}.svg")
+            if getattr(result, "extrapolated", None) is not None:
+                extra_path.write_text(svg_element(extrapolated_figure(result), EXTRAPOLATED,
+                                                  EXTRAPOLATED_CAPTION), encoding="utf-8")
+                written.append(extra_path)
+            path.write_text(markdown(result, figure_path.name, evidence=evidence,
+                                     extrapolated_file=extra_path.name), encoding="utf-8")
+            return written
         path.write_text(render(result, command=command, evidence=evidence).html, encoding="utf-8")
     except OSError as error:  # a path the user gave: bad input, not a bug
         shown = f"{path} ({error.strerror})"
@@ -187,14 +216,51 @@ def figure(result: Any) -> "Figure":
     return drawing
 
 
+def extrapolated_figure(result: Any) -> "Figure":
+    """pass@k and pass^k of the analysis' task-difficulty fit over every k it was extrapolated
+    to, with their bands and the observed pass^k (:func:`relsim.plot.pass_k_extrapolated`)."""
+    from relsim import plot
+
+    drawing = new_figure(7.0, 4.2)
+    axes = drawing.add_subplot()
+    plot.pass_k_extrapolated(result, ax=axes)
+    axes.set_xticks(range(1, len(result.extrapolated["pass_hat_k"]) + 1))
+    return drawing
+
+
 # ------------------------------------------------------------------------------ the tables
 def _tables(result: Any, evidence: Evidence | None = None) -> list[_Table]:
     if not _is_analysis(result):
         return _comparison_tables(result)
     tables = _analysis_tables(result)
+    if result.extrapolated is not None:  # after the headline: what it says beyond the trials
+        tables[1:1] = [_extrapolated_table(result.extrapolated)]
     if evidence is not None:  # after the headline: what the grader's errors do to it
         tables[1:1] = _evidence_tables(evidence)
     return tables
+
+
+def _extrapolated_table(extrapolated: Mapping[str, Any]) -> _Table:
+    """pass@k and pass^k of the fit for every k to K, with the fit and its check as a note."""
+    rows = []
+    for k, at in extrapolated["pass_at_k"].items():
+        hat = extrapolated["pass_hat_k"][k]
+        rows.append([k, at["estimate"], interval(at["ci"], DIGITS), hat["estimate"],
+                     interval(hat["ci"], DIGITS), "extrapolated" if at["extrapolated"] else "run"])
+    fit = extrapolated["fit"]
+    beta = fit["beta"]
+    shape = ("" if beta is None else
+             f", a Beta({number(beta['alpha'], DIGITS)}, {number(beta['beta'], DIGITS)}) for "
+             f"the rest ({number(beta['weight'], DIGITS)})")
+    check = "; ".join(f"k={c['k']}: {number(c['fitted'], DIGITS)} fitted, "
+                      f"{number(c['observed'], DIGITS)} observed" for c in extrapolated["check"])
+    note = (f"The task-difficulty fit (zero-one-inflated beta-binomial, maximum likelihood over "
+            f"{fit['tasks']} tasks): always passes {number(fit['always'], DIGITS)}, never "
+            f"{number(fit['never'], DIGITS)}{shape}. Intervals: expanded percentile intervals of "
+            f"{extrapolated['draws']} bootstrap refits over tasks. The fit's check, pass^k: {check}.")
+    return _Table(EXTRAPOLATED, "pass^k beyond the trials run (fitted task difficulty)",
+                  ["k", "pass@k", "95% CI", "pass^k", "95% CI", "from"], rows,
+                  [True, True, True, True, True, False], note)
 
 
 def _evidence_tables(evidence: Evidence) -> list[_Table]:
