@@ -388,3 +388,19 @@ def test_the_report_shows_utility_infra_failures_and_silent_failures_by_mode():
     html = _outcome_section(plain, relsim.evaluate(plain))
     assert "infrastructure failure" not in html and "expected utility" not in html
     assert "failure mode" not in html
+
+
+def test_the_why_of_a_mixture_capped_by_its_verifier_averages_the_classes():
+    # Two classes behind a verifier with miss 0.3: a class of per-attempt success p is capped,
+    # however many retries, at a/(a+w) = p(1-fr) / (p(1-fr) + (1-p) miss) (docs/model.md),
+    # and the one-step chain at the weighted average of the classes' caps.
+    design = relsim.Scenario.from_dict({
+        "steps": 1, "target": 0.9, "verifier": {"miss": 0.3}, "retries": {"per_step": 2},
+        "classes": [{"weight": 0.25, "p": 0.2}, {"weight": 0.75, "p": 0.9}],
+    })
+    caps = [p / (p + (1 - p) * 0.3) for p in (0.2, 0.9)]
+    ceiling = 0.25 * caps[0] + 0.75 * caps[1]
+    result = planner.retries(design)
+    assert not result.feasible and result.ceiling == pytest.approx(ceiling, abs=1e-6)
+    assert (f"from {min(caps):.6f} to {max(caps):.6f} over the 2 task classes, and the chain, "
+            f"averaged over them, at {ceiling:.6f}") in result.reason

@@ -152,6 +152,11 @@ WHY = {
         "(weakest step {weakest:.6f}) however many retries, and the chain at "
         "{chain_ceiling:.6f}"
     ),
+    "verifier.miss/cap_classes": (
+        "the verifier accepts a wrong result with probability miss = {miss:g}, which caps "
+        "each step at a/(a+w) however many retries, from {lowest:.6f} to {highest:.6f} over "
+        "the {classes} task classes, and the chain, averaged over them, at {chain_ceiling:.6f}"
+    ),
     "verifier.miss/fix_needed": (
         "; a verifier with miss <= {needed:.4g} reaches it with enough retries"
     ),
@@ -239,7 +244,15 @@ def why(scenario: "Scenario", key: str, lifted: float, goal: float, for_: str, *
         step_ceiling = formulas.verified_ceiling(m.p, miss, m.false_reject)
         step_ceiling = np.broadcast_to(np.asarray(step_ceiling, float), (s.steps,))
         chain_ceiling = float(np.prod(step_ceiling))
-        if np.all(step_ceiling == step_ceiling[0]) and np.all(miss == miss[0]):
+        if m.classes > 1:  # a mixture: each class has its own cap, the chain their average
+            per_class = formulas.verified_ceiling(m.rung_p[:, 0, :], miss, m.false_reject)
+            per_class = np.broadcast_to(np.asarray(per_class, float), (m.classes, s.steps))
+            cap = WHY["verifier.miss/cap_classes"].format(
+                miss=float(np.max(miss)), lowest=float(np.min(per_class)),
+                highest=float(np.max(per_class)), classes=m.classes,
+                chain_ceiling=float(m.class_weight @ np.prod(per_class, axis=1)),
+            )
+        elif np.all(step_ceiling == step_ceiling[0]) and np.all(miss == miss[0]):
             cap = WHY["verifier.miss/cap"].format(
                 miss=miss[0], step_ceiling=step_ceiling[0], steps=s.steps,
                 chain_ceiling=chain_ceiling,
