@@ -10,7 +10,7 @@ status other than 0 says so in a shell comment at the end of its line, ``# exit 
 tests/test_docs.py runs every command through :func:`relsim.cli.main` and compares.
 
 Each command runs in a fresh folder that holds the repository's ``scenarios/``,
-``examples/harness/`` and ``docs/examples/`` (so files the command writes land there, never
+the files of each ``examples/`` folder and ``docs/examples/`` (so files the command writes land there, never
 in the repository). Inspect logs under ``examples/harness/logs/`` are made once per run by
 ``examples/harness/make_trials.py`` on Inspect's mock model. Two figures of an Inspect log
 measure the run itself (``working_time``, ``total_time``): their lines are compared by their
@@ -119,11 +119,13 @@ def sandbox(folder: Path, logs: Path | None = None) -> Path:
     (folder / "scenarios").symlink_to(ROOT / "scenarios", target_is_directory=True)
     (folder / "docs").mkdir()
     (folder / "docs" / "examples").symlink_to(ROOT / "docs" / "examples", target_is_directory=True)
+    for example in (ROOT / "examples").iterdir():
+        if example.is_dir():
+            (folder / "examples" / example.name).mkdir(parents=True)
+            for file in example.iterdir():
+                if file.is_file():
+                    (folder / "examples" / example.name / file.name).symlink_to(file)
     harness = folder / "examples" / "harness"
-    harness.mkdir(parents=True)
-    for file in (ROOT / "examples" / "harness").iterdir():
-        if file.is_file():
-            (harness / file.name).symlink_to(file)
     if logs is not None:
         (harness / "logs").symlink_to(logs, target_is_directory=True)
     return folder

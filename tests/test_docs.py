@@ -194,7 +194,9 @@ def test_the_three_reviewers_example_differs_from_its_scenario_only_in_reviewers
 
 def test_the_readme_is_short_and_starts_with_what_ci_runs():
     text = README.read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 300
+    # short: the walk-through from eval runs to a plan (four commands, their real output)
+    # is the longest section
+    assert len(text.splitlines()) <= 400
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     ran = [ci[i + 1] for i, line in enumerate(ci) if line.startswith("# README, line")]
     assert [line.strip() for line in text.splitlines()[2:4]] == ran
