@@ -379,13 +379,16 @@ def test_relsim_fit_writes_a_scenario_that_solve_plans(tmp_path, capsys):
 
 
 def test_a_verifier_from_an_audit(tmp_path, capsys):
-    audit = {"labels": 100, "miss": {"estimate": 0.1, "ci": [0.05, 0.18]},
-             "false_reject": {"estimate": 0.02, "ci": [0.0, 0.07]}}
+    audit = {"labels": 100, "miss": {"estimate": 0.1, "ci": [0.05, 0.18], "effective": 40},
+             "false_reject": {"estimate": 0.02, "ci": [0.0, 0.07], "effective": 60}}
     assert verifier_from_audit(audit) == relsim.Verifier(miss=0.18, false_reject=0.07)
     assert verifier_from_audit(audit, at="estimate") == relsim.Verifier(0.1, 0.02)
     assert verifier_from_audit(audit, at="lower") == relsim.Verifier(0.05, 0.0)
-    with pytest.raises(RelsimError, match=r"audit\.miss\.ci: must be numbers in \[0, 1\]"):
-        verifier_from_audit({**audit, "miss": {"estimate": 0.1, "ci": [0.05, 1.5]}})
+    with pytest.raises(RelsimError, match=r"miss\.ci: must be a list \[low, high\] of numbers in \[0, 1\]"):
+        verifier_from_audit({**audit, "miss": {"estimate": 0.1, "ci": [0.05, 1.5], "effective": 40}})
+    # the one reader of audits: a file, as the planners' --verifier-from reads it
+    (tmp_path / "a.json").write_text(json.dumps(audit))
+    assert verifier_from_audit(tmp_path / "a.json", at="lower") == relsim.Verifier(0.05, 0.0)
     fit = fit_difficulty(trials_of(FIVE))
     scenario = fit.to_scenario(verifier=audit)
     # zero retries: a correct attempt is accepted with 1 - false_reject
@@ -401,7 +404,7 @@ def test_a_verifier_from_an_audit(tmp_path, capsys):
     assert relsim.Scenario.from_toml(out).verifier == relsim.Verifier(0.1, 0.02)
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = run(capsys, "fit", source, "--verifier-from", str(tmp_path / "bad.json"))
-    assert code == 2 and "bad.json: audit: must be the JSON of relsim audit --json" in err
+    assert code == 2 and "bad.json: not JSON" in err
 
 
 def test_the_docs_example_scenario_is_what_relsim_fit_writes(tmp_path, capsys, monkeypatch):

@@ -82,29 +82,6 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def read_audit(path: str) -> dict[str, Any]:
-    """The JSON object of a grader audit file, or a RelsimError naming the file."""
-    import json
-    from pathlib import Path
-
-    from relsim.evalstats._frames import check_file
-
-    check_file(Path(path))
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RelsimError(
-            f"{path}: audit: must be the JSON of relsim audit --json, got text that is not "
-            f"valid JSON ({getattr(error, 'msg', error)})"
-        ) from None
-    if not isinstance(data, dict):
-        raise RelsimError(
-            f"{path}: audit: must be a JSON object (relsim audit --json), got "
-            f"{type(data).__name__}"
-        )
-    return data
-
-
 def run(args: argparse.Namespace) -> int:
     from relsim.cli.trials import _check_logs, _quietly
     from relsim.evalstats.difficulty import fit_difficulty, verifier_from_audit
@@ -115,14 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
         checks.output_file(args.output, "-o")
     verifier = None
-    if args.verifier_from is not None:
-        try:
-            verifier = verifier_from_audit(read_audit(args.verifier_from), at=args.at)
-        except RelsimError as error:
-            message = str(error)
-            if not message.startswith(args.verifier_from):
-                message = f"{args.verifier_from}: {message}"
-            raise RelsimError(message) from None
+    if args.verifier_from is not None:  # every message names the file
+        verifier = verifier_from_audit(args.verifier_from, at=args.at)
     elif args.at != "upper":
         _args.warn("--at sets the verifier read with --verifier-from; without it the "
                    "scenario's verifier is perfect")

@@ -63,8 +63,6 @@ MIN_TASKS = 5
 MAX_K = 100
 #: Gauss-Jacobi nodes of the Beta in a written scenario: exact for pass^k up to k = 31.
 QUADRATURE_NODES = 16
-#: The levels of an audit's error rates a verifier can be set at.
-AUDIT_LEVELS = ("upper", "estimate", "lower")
 
 
 @dataclass(frozen=True, eq=False)  # holds an array: compare .to_dict() instead
@@ -211,7 +209,7 @@ class DifficultyFit:
     def to_scenario(
         self,
         *,
-        verifier: Verifier | Mapping[str, Any] | None = None,
+        verifier: Any = None,
         at: str = "upper",
         retries: int = 0,
         target: float | None = 0.95,
@@ -222,8 +220,8 @@ class DifficultyFit:
 
         ``steps = 1``, ``[[classes]]`` from :meth:`classes` (a trial draws a task, then its
         attempts succeed with that task's p), ``[retries] per_step = retries`` (a retry runs
-        the task again) and a ``[verifier]``: the one given, or one from an audit (a mapping
-        in the format of ``relsim audit --json``, read by :func:`verifier_from_audit` at
+        the task again) and a ``[verifier]``: the one given, or one from an audit (its file, the mapping of
+        ``relsim audit --json`` or a ``GraderAudit``, read by :func:`verifier_from_audit` at
         ``at``), or by default a perfect one: the harness's own success check, taken as the
         truth (so that with ``retries = r`` the scenario's success is the fit's pass@(r+1)).
 
@@ -238,10 +236,8 @@ class DifficultyFit:
             checker = Verifier(miss=0.0, false_reject=0.0)
         elif isinstance(verifier, Verifier):
             checker = verifier
-        elif isinstance(verifier, Mapping):
-            checker = verifier_from_audit(verifier, at=at)
         else:
-            raise invalid("verifier", "a relsim.Verifier, an audit mapping or None", verifier)
+            checker = verifier_from_audit(verifier, at=at)
         label = name if name is not None else f"task difficulty fitted to {self.source}"
         return Scenario(
             steps=1,
@@ -399,50 +395,35 @@ def fit_difficulty(
     return dataclasses.replace(fit, check=check)
 
 
-def verifier_from_audit(audit: Mapping[str, Any], *, at: str = "upper") -> Verifier:
+def verifier_from_audit(audit: Any, *, at: str = "upper") -> Verifier:
     """The verifier a grader audit supports: its ``miss`` and ``false_reject`` at ``at``.
+
+    The audit is read by :func:`relsim.plan.read_audit`, the one reader of audit files (the
+    planners' ``--verifier-from`` reads it too), and the rates taken by
+    :func:`relsim.plan.verifier_at`.
 
     Parameters
     ----------
-    audit : mapping
-        The JSON of ``relsim audit --json``: ``miss`` and ``false_reject``, each with an
-        ``estimate`` and a 95% ``ci`` ``[low, high]``.
+    audit : path, mapping or object with ``to_dict()``
+        The JSON of ``relsim audit --json`` (a file or the parsed mapping), or a
+        :class:`~relsim.evalstats.GraderAudit`: ``miss`` and ``false_reject``, each with an
+        ``estimate``, a 95% ``ci`` ``[low, high]`` and its ``effective`` labels.
     at : {"upper", "estimate", "lower"}
         Which value of each rate: the upper bound (default: the grader we may really have),
         the estimate, or the lower bound.
 
     Examples
     --------
-    >>> audit = {"miss": {"estimate": 0.1, "ci": [0.05, 0.18]},
-    ...          "false_reject": {"estimate": 0.02, "ci": [0.0, 0.07]}}
+    >>> audit = {"miss": {"estimate": 0.1, "ci": [0.05, 0.18], "effective": 40},
+    ...          "false_reject": {"estimate": 0.02, "ci": [0.0, 0.07], "effective": 60}}
     >>> verifier_from_audit(audit)
     Verifier(miss=0.18, false_reject=0.07)
     """
+    from relsim.plan.evidence import verifier_at
     from relsim.scenario import Verifier
 
-    if at not in AUDIT_LEVELS:
-        raise invalid("at", f"one of {', '.join(AUDIT_LEVELS)}", at)
-    if not isinstance(audit, Mapping):
-        raise invalid("audit", "a mapping (what relsim audit prints as JSON)", audit)
-    rates = {}
-    for key in ("miss", "false_reject"):
-        entry = audit.get(key)
-        if not isinstance(entry, Mapping):
-            raise invalid(f"audit.{key}", "a mapping with estimate and ci", entry)
-        if at == "estimate":
-            value = entry.get("estimate")
-            where = f"audit.{key}.estimate"
-        else:
-            ci = entry.get("ci")
-            if not (isinstance(ci, (list, tuple)) and len(ci) == 2):
-                raise invalid(f"audit.{key}.ci", "a pair [low, high]", ci)
-            value = ci[1] if at == "upper" else ci[0]
-            where = f"audit.{key}.ci"
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and 0.0 <= value <= 1.0):
-            raise invalid(where, "numbers in [0, 1]", value)
-        rates[key] = float(value)
-    return Verifier(miss=rates["miss"], false_reject=rates["false_reject"])
+    miss, false_reject = verifier_at(audit, at)
+    return Verifier(miss=miss, false_reject=false_reject)
 
 
 def beta_nodes(alpha: float, beta: float, count: int) -> tuple[np.ndarray, np.ndarray]:
