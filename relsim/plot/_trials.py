@@ -93,7 +93,7 @@ def pass_k_extrapolated(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
         raise invalid("analysis", "a TrialAnalysis made with extrapolate=K, or its extrapolated "
                       "mapping", type(analysis).__name__)
     ax = axes_or_new(ax)
-    labels = {"pass_at_k": "pass@k (any of k succeeds), fitted", "pass_hat_k": "pass^k (all k succeed), fitted"}
+    labels = {"pass_at_k": "pass@k (any of k succeeds)", "pass_hat_k": "pass^k (all k succeed)"}
     colors = {"pass_at_k": "tab:blue", "pass_hat_k": "tab:red"}
     run = 0
     for metric in ("pass_at_k", "pass_hat_k"):
@@ -104,7 +104,7 @@ def pass_k_extrapolated(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
         ax.plot(ks, estimate, color=colors[metric], marker=".", label=labels[metric])
         ax.fill_between(ks, bounds[:, 0], bounds[:, 1], color=colors[metric], alpha=0.18,
                         linewidth=0, label=f"{metric.replace('_at_', '@').replace('_hat_', '^')}"
-                        " 95% interval (bootstrap refits over tasks)")
+                        " 95% interval")
         run = max(run, max((int(k) for k, row in rows if not row["extrapolated"]), default=0))
     check = table.get("check") or []
     if check:
@@ -118,7 +118,8 @@ def pass_k_extrapolated(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
     ax.set_ylabel("estimate with 95% interval (probability)")
     ax.set_ylim(0.0, 1.02)
     ax.set_title("pass@k and pass^k of the fitted task difficulty")
-    ax.legend(fontsize="small", loc="center right")
+    # below the axes: the curves span the whole height between them
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     return ax
 
 
