@@ -34,7 +34,7 @@ from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model
 from relsim.scenario.design_tables import UTILITY_OUTCOMES
-from relsim.timeline import _replications
+from relsim.timeline import _fast, _replications
 from relsim.timeline._estimate import work_estimate
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
@@ -57,6 +57,9 @@ CHUNK_TRIALS = 4096
 #: simpy events between two looks at Ctrl-C and the progress callback.
 _POLL_EVENTS = 4096
 
+# Tests set this to run independent trials on simpy too (the paths must agree in distribution).
+_FORCE_SIMPY = False
+
 
 
 def simulate_timeline(
@@ -67,6 +70,7 @@ def simulate_timeline(
     seed: int | np.random.SeedSequence | None = None,
     record: int = 0,
     progress: Callable[[int], None] | None = None,
+    threads: int | None = None,
 ) -> TimelineOutcome:
     r"""Run a scenario in time, on simpy (docs/model.md section 7).
 
@@ -122,6 +126,9 @@ def simulate_timeline(
     progress : callable or None
         Called with the number of trials that ended since the last call; raising
         ``KeyboardInterrupt`` from it stops the run as Ctrl-C does.
+    threads : int or None
+        Worker threads of the compiled path (see Notes), ``>= 1``; ``None`` uses every core
+        available to the process. The simpy path runs in the calling thread.
 
     Returns
     -------
@@ -137,6 +144,16 @@ def simulate_timeline(
         (:func:`relsim.timeline.work_estimate`) is over ``relsim.limits.time_limit()`` (60 s)
         or ``memory_limit()`` (4 GiB): the message names the estimate and the trials (or
         recorded trials) that fit.
+
+    Notes
+    -----
+    Independent trials without section 8's tables and without ``record`` take the compiled
+    path (:mod:`relsim.timeline._fast`): a numba kernel draws section 3's decisions and
+    section 7's durations together, trial after trial, with no event loop (nothing is
+    shared, so a trial's clock is the sum of its own actions), and fills the same per-trial
+    tally, from which every figure is computed as on simpy. It draws the same distribution
+    (the tests hold the two paths together), from other random streams: a seed gives other
+    numbers than on simpy, the same ones for any ``threads``. ``simpy_events`` is then 0.
 
     Examples
     --------
@@ -180,14 +197,22 @@ def simulate_timeline(
     record = min(check_int(record, "record", low=0), count)
     if progress is not None and not callable(progress):
         raise invalid("progress", "callable or None", progress)
+    if threads is not None:
+        threads = check_int(threads, "threads", low=1)
     root, seed_value = check_seed(seed)
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
     _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
                 record)
-    model = build_model(trial_model(scenario), time)
+    trial = trial_model(scenario)
+    model = build_model(trial, time)
     events: list[tuple] = []
     with InterruptFlag() as flag:
-        if time.workload:
+        if _fast.applies(trial, time, record) and not _FORCE_SIMPY:
+            tally = _Tally(count, model)
+            if not _fast.run(trial, time, root, count, tally, progress, threads):
+                flag.set()  # stopped by Ctrl-C or the progress callback
+            simpy_events = 0
+        elif time.workload:
             runs, simpy_events = _replicate(model, time, root, replications, record, events,
                                             progress, flag)
         else:

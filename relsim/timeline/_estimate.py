@@ -40,6 +40,10 @@ __all__ = ["work_estimate"]
 _SECONDS_PER_TRIAL = 150e-6
 _SECONDS_PER_ATTEMPT = 2.25e-6
 _SECONDS_PER_EVENT = 15e-6
+# Seconds per trial and per attempt on the compiled path (relsim.timeline._fast: independent
+# trials), one thread of the calibration machine, drawing every duration (lognormal).
+_KERNEL_SECONDS_PER_TRIAL = 0.2e-6
+_KERNEL_SECONDS_PER_ATTEMPT = 0.1e-6
 # Bytes: the per-trial tally (outcome, attempts, cost, duration), a trial alive in simpy (its
 # process, generator and pending events), a row of the event log (the tuple, its DataFrame
 # row, its JSON line), and what a run holds whatever its size (simpy, pandas).
@@ -70,6 +74,7 @@ def work_estimate(
     """
     from relsim.montecarlo._estimate import expected_work
     from relsim.timeline._driver import CHUNK_TRIALS
+    from relsim.timeline._fast import applies
 
     scenario = as_scenario(scenario)
     model, time = trial_model(scenario), time_model(scenario)
@@ -101,6 +106,11 @@ def work_estimate(
     seconds = trials * (
         _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts * samples + _SECONDS_PER_EVENT * events
     )
+    if applies(model, time, record):  # the compiled path: no simpy, no live trials
+        seconds = trials * (_KERNEL_SECONDS_PER_TRIAL + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
+        memory = _FIXED_BYTES + trials * _BYTES_PER_TRIAL
+        detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials, compiled"
+        return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
 
     if time.independent:
         live = min(trials, CHUNK_TRIALS)
