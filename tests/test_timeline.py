@@ -331,7 +331,11 @@ def test_decisions_do_not_depend_on_time():
 
 
 @pytest.mark.slow
-def test_ctrl_c_gives_the_finished_trials_marked_partial():
+def test_ctrl_c_gives_the_finished_trials_marked_partial(monkeypatch):
+    # on simpy (tests/test_timeline_kernel.py stops the compiled path)
+    from relsim.timeline import _driver
+
+    monkeypatch.setattr(_driver, "_FORCE_SIMPY", True)
     calls = []
 
     def progress(done: int) -> None:

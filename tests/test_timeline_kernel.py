@@ -218,3 +218,31 @@ def test_threads_is_checked():
 
     with pytest.raises(RelsimError, match="threads: must be"):
         simulate_timeline(NO_TIME, trials=10, threads=0)
+
+
+def test_the_kernels_exponential_is_maths_to_a_few_ulps():
+    # the lognormal factors' exp (relsim.timeline._kernel.exp_many) against math.exp
+    from relsim.timeline._kernel import exp_many
+
+    x = np.concatenate([np.random.default_rng(5).normal(0.0, 3.0, 20_000),
+                        np.linspace(-700.0, 700.0, 20_001), [0.0, 1.0, -1.0, math.log(2.0)]])
+    out, scratch = np.empty_like(x), np.empty_like(x)
+    exp_many(x, out, scratch)
+    assert np.max(np.abs(out / np.exp(x) - 1.0)) < 1e-15
+    assert out[-4] == 1.0  # exp(0)
+    # a wrong constant is seen (negative control of the check)
+    assert np.max(np.abs(out * (1 + 4e-15) / np.exp(x) - 1.0)) > 1e-15
+
+
+def test_a_stop_gives_the_finished_blocks_marked_partial(monkeypatch):
+    # KeyboardInterrupt from progress (as Ctrl-C): the blocks in flight end, no other starts
+    calls = []
+
+    def progress(done: int) -> None:
+        calls.append(done)
+        raise KeyboardInterrupt
+
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        out = _run(NO_TIME, 10 * (1 << 14), 1, False, monkeypatch, threads=1, progress=progress)
+    assert out.partial and 0 < out.trials < 10 * (1 << 14) and calls == [1 << 14]
+    assert out.success + out.silent_failure + out.detected_failure == pytest.approx(1.0)

@@ -558,12 +558,18 @@ class _Tally:
             self.last_end = end
         self.done += 1
 
+    def _ended(self) -> np.ndarray | slice:
+        """Where the trials that ended are: every row (a view, no copy) unless a stop cut
+        the run short."""
+        ended = self.outcome_code >= 0
+        return slice(None) if ended.all() else ended
+
     def estimate(self) -> Estimate:
         """The shares, means and cost per success of the trials that ended, with standard
         errors and intervals: Monte Carlo's rule (:func:`relsim.results.estimate`)."""
-        ended = self.outcome_code >= 0
-        n = int(ended.sum())
+        ended = self._ended()
         codes = self.outcome_code[ended]
+        n = codes.size
         counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
         cost = self.cost[ended]
         succeeded = (codes == 0).astype(float)
@@ -581,8 +587,8 @@ class _Tally:
                 simpy_events: int) -> TimelineOutcome:
         """Independent trials: :meth:`estimate`'s numbers, order-statistic intervals of the
         duration percentiles, no throughput (docs/model.md section 7, "Workloads")."""
-        ended = self.outcome_code >= 0
-        n = int(ended.sum())
+        ended = self._ended()
+        n = self.outcome_code[ended].size
         if n == 0:
             raise KeyboardInterrupt  # interrupted before any trial ended: nothing to report
         result = self.estimate()
@@ -616,7 +622,7 @@ class _Tally:
         utilities = by_code[codes]
         return utilities - weight * (cost * self.cost_unit) if weight else utilities
 
-    def _design_estimates(self, ended: np.ndarray, values: dict[str, Any], se: dict[str, float],
+    def _design_estimates(self, ended: np.ndarray | slice, values: dict[str, Any], se: dict[str, float],
                           intervals: dict[str, tuple[float, float]]) -> None:
         """Independent trials: each mode's silent share (binomial standard error, Wilson
         interval, as every share) and the expected utility (a mean: s/sqrt(N), normal)."""

@@ -33,19 +33,21 @@ _CONSTANT, _LOGNORMAL, _EXPONENTIAL = 0, 1, 2
 
 
 class Timing(NamedTuple):
-    """Section 7's tables as the kernel reads them: each duration as ``(kind, a, b)``
-    (constant ``a``; lognormal ``exp(a + b z)``; exponential of mean ``a``), the backoff, the
-    deadline (inf: none) and the crash rate per second."""
+    """Section 7's tables as the kernel reads them: each duration as ``(kind, a, which)``
+    (constant ``a``; lognormal ``a`` times ``exp(sigmas[which] z)``, ``a`` its median;
+    exponential of mean ``a``), the distinct lognormal sigmas, the backoff, the deadline
+    (inf: none) and the crash rate per second."""
 
     attempt_kind: np.ndarray  # (steps,) int64
     attempt_a: np.ndarray  # (steps,) float64
-    attempt_b: np.ndarray  # (steps,) float64
+    attempt_which: np.ndarray  # (steps,) int64
     verify_kind: int  # a constant 0 without a verifier: no verification takes time
     verify_a: float
-    verify_b: float
+    verify_which: int
     checkpoint_kind: int
     checkpoint_a: float
-    checkpoint_b: float
+    checkpoint_which: int
+    sigmas: np.ndarray  # (distinct lognormal sigmas,) float64
     has_backoff: bool
     backoff_base: float
     backoff_factor: float
@@ -63,15 +65,16 @@ def applies(trial: TrialModel, time: TimeModel, record: int) -> bool:
 
 
 def duration_code(duration: Duration) -> tuple[int, float, float]:
-    """``(kind, a, b)`` of a duration (see :class:`Timing`); a lognormal whose p95 is its
-    median is the constant it is, as the simpy path's sampler takes it."""
+    """``(kind, a, sigma)`` of a duration (see :class:`Timing`; ``sigma`` 0 but for a
+    lognormal); a lognormal whose p95 is its median is the constant it is, as the simpy
+    path's sampler takes it."""
     if duration.kind == "constant":
         return _CONSTANT, float(duration.value), 0.0
     if duration.kind == "exponential":
         return _EXPONENTIAL, float(duration.value), 0.0
     if duration.sigma == 0.0:
         return _CONSTANT, float(duration.median), 0.0
-    return _LOGNORMAL, math.log(duration.median), float(duration.sigma)
+    return _LOGNORMAL, float(duration.median), float(duration.sigma)
 
 
 def timing(trial: TrialModel, time: TimeModel) -> Timing:
@@ -79,13 +82,21 @@ def timing(trial: TrialModel, time: TimeModel) -> Timing:
     attempts = [duration_code(d) for d in time.attempt]
     verify = duration_code(time.verify) if trial.has_verifier else (_CONSTANT, 0.0, 0.0)
     checkpoint = duration_code(time.checkpoint)
+    sigmas = sorted({code[2] for code in (*attempts, verify, checkpoint) if code[0] == _LOGNORMAL})
+    index = {sigma: k for k, sigma in enumerate(sigmas)}
+
+    def which(code: tuple[int, float, float]) -> int:
+        return index.get(code[2], 0) if code[0] == _LOGNORMAL else 0
+
     backoff = time.backoff
     return Timing(
         attempt_kind=np.array([a[0] for a in attempts], dtype=np.int64),
         attempt_a=np.array([a[1] for a in attempts], dtype=np.float64),
-        attempt_b=np.array([a[2] for a in attempts], dtype=np.float64),
-        verify_kind=verify[0], verify_a=verify[1], verify_b=verify[2],
-        checkpoint_kind=checkpoint[0], checkpoint_a=checkpoint[1], checkpoint_b=checkpoint[2],
+        attempt_which=np.array([which(a) for a in attempts], dtype=np.int64),
+        verify_kind=verify[0], verify_a=verify[1], verify_which=which(verify),
+        checkpoint_kind=checkpoint[0], checkpoint_a=checkpoint[1],
+        checkpoint_which=which(checkpoint),
+        sigmas=np.array(sigmas, dtype=np.float64),
         has_backoff=backoff is not None,
         backoff_base=1.0 if backoff is None else float(backoff.base),
         backoff_factor=1.0 if backoff is None else float(backoff.factor),

@@ -7,7 +7,10 @@ the deadline and the crash clock are two times to compare each action's end with
 numba loop draws section 3's decisions and section 7's durations together, from one
 xoshiro256++ stream (``relsim.montecarlo._draws``: the same generator, Bernoulli thresholds
 and ziggurat normals as the Monte Carlo kernels), and writes each trial's outcome, attempts,
-cost and duration: the per-trial tally the simpy path fills.
+cost and duration: the per-trial tally the simpy path fills. Lognormal durations are a
+median times a factor ``exp(sigma z)`` taken from a batch drawn ahead for each distinct
+sigma (``LOGNORMAL_BATCH``: the batch's exponentials are computed side by side), so a trial
+spends no ``math.exp`` on them.
 
 The simpy path's order of events at equal times is kept exactly (it matters with constant
 durations, whose sums can meet the deadline on the dot). The crash clock and the deadline are
@@ -44,8 +47,75 @@ from relsim.montecarlo._layout import GENERATOR_LANES
 _SUCCESS, _SILENT, _DETECTED, _TIMEOUT, _INFRA = 0, 1, 2, 3, 4
 _GOING = -1  # the trial has not ended
 
-# Duration kinds (``_fast.duration_code``): constant ``a``; lognormal exp(a + b z); exponential of mean ``a``.
+# Duration kinds (``_fast.duration_code``): constant ``a``; lognormal ``a`` (the median)
+# times exp(sigmas[which] z); exponential of mean ``a``.
 CONSTANT, LOGNORMAL, EXPONENTIAL = 0, 1, 2
+
+#: Lognormal factors drawn at once for each distinct sigma: a batch's exponentials are
+#: computed side by side (``exp_many``, which numba turns into vector instructions), a third
+#: of the time of one ``math.exp`` after another.
+LOGNORMAL_BATCH = 1024
+#: A trial starts with at least this many factors of each sigma left in its batch (a new
+#: batch is drawn otherwise, the rest of the old one unused: draws are independent, so
+#: leaving some out changes no distribution); one that needs more draws them one by one.
+LOGNORMAL_ROOM = 64
+
+# exp_many: x = k ln2 + r with |r| <= ln2 / 2 (Cody and Waite's two-part ln2, whose high part
+# has its low 32 bits zero, so that k * LN2_HI is exact), exp(r) by its Taylor polynomial of
+# degree 12 (the remainder r**13 / 13! is under 2e-16 of it) and 2**k put in the exponent.
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_ROUNDER = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, kept in the low bits
+_ROUNDER_BITS = np.int64(np.float64(_ROUNDER).view(np.int64))
+_EXPONENT_BIAS = np.int64(1023)
+_MANTISSA_BITS = np.int64(52)
+_C = [1.0 / math.factorial(k) for k in range(13)]
+_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12 = _C
+
+
+@numba.njit(nogil=True, cache=True)
+def exp_many(x, out, scratch):
+    """``out[k] = exp(x[k])`` for each ``k``, within 3e-16 relative (the tests hold it to
+    ``math.exp``), for ``x`` in [-708, 709] (clamped there: exp's normal range).
+
+    No branch, call or table in the loops, so that numba vectorizes them. ``scratch`` (as
+    long as ``x``) holds the rounded multiples of ln2."""
+    for k in range(x.shape[0]):
+        v = min(max(x[k], -708.0), 709.0)
+        t = v * _INV_LN2 + _ROUNDER
+        whole = t - _ROUNDER
+        r = (v - whole * _LN2_HI) - whole * _LN2_LO
+        p = _C12
+        p = p * r + _C11
+        p = p * r + _C10
+        p = p * r + _C9
+        p = p * r + _C8
+        p = p * r + _C7
+        p = p * r + _C6
+        p = p * r + _C5
+        p = p * r + _C4
+        p = p * r + _C3
+        p = p * r + _C2
+        p = p * r + _C1
+        out[k] = p * r + _C0
+        scratch[k] = t
+    bits = scratch.view(np.int64)
+    for k in range(x.shape[0]):  # 2**whole, from the low bits of t
+        bits[k] = (bits[k] - _ROUNDER_BITS + _EXPONENT_BIAS) << _MANTISSA_BITS
+    scale = bits.view(np.float64)
+    for k in range(x.shape[0]):
+        out[k] *= scale[k]
+
+
+@numba.njit(nogil=True, cache=True)
+def _refill(s0, s1, s2, s3, sigma, out, normals, scratch):
+    """``out[:] = exp(sigma z)`` for fresh standard normals ``z``: the new state."""
+    for k in range(normals.shape[0]):
+        z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
+        normals[k] = sigma * z
+    exp_many(normals, out, scratch)
+    return s0, s1, s2, s3
 
 
 @numba.njit(inline="always")
@@ -56,15 +126,15 @@ def _uniform(s0, s1, s2, s3):
 
 
 @numba.njit(inline="always")
-def _duration(kind, a, b, s0, s1, s2, s3):
-    """One duration of kind ``kind`` (see ``CONSTANT``): (seconds, new state)."""
-    if kind == CONSTANT:
-        return a, s0, s1, s2, s3
-    if kind == LOGNORMAL:
-        z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
-        return math.exp(a + b * z), s0, s1, s2, s3
-    u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-    return -math.log1p(-u) * a, s0, s1, s2, s3
+def _duration(kind, a, s0, s1, s2, s3):
+    """One duration of kind ``kind`` (see ``CONSTANT``): (seconds, new state). A lognormal
+    is returned as its median ``a``: the caller multiplies it by its factor (``_factor``),
+    which reads arrays, kept out of this helper (numba counts a reference to each array it
+    passes, at every call: too dear once per attempt)."""
+    if kind == EXPONENTIAL:
+        u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+        return -math.log1p(-u) * a, s0, s1, s2, s3
+    return a, s0, s1, s2, s3
 
 
 @numba.njit(inline="always")
@@ -106,12 +176,14 @@ def run_trials(state, design, timing, outcome_out, attempts_out, cost_out, durat
     ``relsim.timeline._trial``), attempts, cost (in the model's cost unit) and duration.
 
     Draws come from the first stream of ``state`` (a block's generator, ``_layout``'s word
-    layout), updated in place. Per trial: the crash clock (when ``crash_rate > 0``), the task
-    effect; per step execution its step effect; per attempt one 64-bit output (the joint
-    outcome of the attempt and the verdict in its top half, the confusion transition in its
-    bottom half, as ``run_general``), then the attempt's duration and the verification's; a
-    retry's jitter; at a checkpoint one output for the check, then its duration. Every
-    probability is resolved to within :math:`2^{-32}`.
+    layout), updated in place. Per trial: a new batch of lognormal factors for each sigma
+    whose batch has fewer than ``LOGNORMAL_ROOM`` left, the crash clock (when
+    ``crash_rate > 0``), the task effect; per step execution its step effect; per attempt one
+    64-bit output (the joint outcome of the attempt and the verdict in its top half, the
+    confusion transition in its bottom half, as ``run_general``), then the attempt's duration
+    and the verification's (an exponential one uniform); a retry's jitter; at a checkpoint one
+    output for the check, then its duration. Every probability is resolved to within
+    :math:`2^{-32}`.
 
     Parameters
     ----------
@@ -148,13 +220,19 @@ def run_trials(state, design, timing, outcome_out, attempts_out, cost_out, durat
     step_sd = design.step_sd
     attempt_kind = timing.attempt_kind
     attempt_a = timing.attempt_a
-    attempt_b = timing.attempt_b
+    attempt_which = timing.attempt_which
     verify_kind = timing.verify_kind
     verify_a = timing.verify_a
-    verify_b = timing.verify_b
+    verify_which = timing.verify_which
     checkpoint_kind = timing.checkpoint_kind
     checkpoint_a = timing.checkpoint_a
-    checkpoint_b = timing.checkpoint_b
+    checkpoint_which = timing.checkpoint_which
+    # each distinct lognormal sigma's batch of factors (none without a lognormal)
+    sigmas = timing.sigmas
+    batches = np.empty((sigmas.shape[0], LOGNORMAL_BATCH))
+    used = np.full(sigmas.shape[0], LOGNORMAL_BATCH, dtype=np.int64)
+    normals = np.empty(LOGNORMAL_BATCH)  # (a batch's z, then sigma z)
+    scratch = np.empty(LOGNORMAL_BATCH)
     has_backoff = timing.has_backoff
     backoff_base = timing.backoff_base
     backoff_factor = timing.backoff_factor
@@ -174,6 +252,11 @@ def run_trials(state, design, timing, outcome_out, attempts_out, cost_out, durat
         confused_ready[i] = True
         shifted_at[i] = -1
     for trial in range(outcome_out.shape[0]):
+        for which in range(sigmas.shape[0]):  # a batch with room for this trial's factors
+            if used[which] > LOGNORMAL_BATCH - LOGNORMAL_ROOM:
+                s0, s1, s2, s3 = _refill(s0, s1, s2, s3, sigmas[which], batches[which],
+                                         normals, scratch)
+                used[which] = 0
         crash_at = math.inf
         if crash_rate > 0.0:
             u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
@@ -231,14 +314,28 @@ def run_trials(state, design, timing, outcome_out, attempts_out, cost_out, durat
                 # the attempt is booked as it starts, then takes its time
                 attempts += 1
                 cost += attempt_cost[i]
-                seconds, s0, s1, s2, s3 = _duration(attempt_kind[i], attempt_a[i], attempt_b[i],
-                                                    s0, s1, s2, s3)
+                seconds, s0, s1, s2, s3 = _duration(attempt_kind[i], attempt_a[i], s0, s1, s2, s3)
+                if attempt_kind[i] == LOGNORMAL:  # the next factor of its sigma's batch
+                    k = used[attempt_which[i]]
+                    if k < LOGNORMAL_BATCH:
+                        used[attempt_which[i]] = k + 1
+                        seconds *= batches[attempt_which[i], k]
+                    else:  # a long trial that spent its batch
+                        z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
+                        seconds *= math.exp(sigmas[attempt_which[i]] * z)
                 if seconds > 0.0:
                     now, ended, overdue = _advance(now, seconds, crash_at, deadline, overdue)
                     if ended != _GOING:
                         break
-                seconds, s0, s1, s2, s3 = _duration(verify_kind, verify_a, verify_b,
-                                                    s0, s1, s2, s3)
+                seconds, s0, s1, s2, s3 = _duration(verify_kind, verify_a, s0, s1, s2, s3)
+                if verify_kind == LOGNORMAL:  # the next factor of its sigma's batch
+                    k = used[verify_which]
+                    if k < LOGNORMAL_BATCH:
+                        used[verify_which] = k + 1
+                        seconds *= batches[verify_which, k]
+                    else:  # a long trial that spent its batch
+                        z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
+                        seconds *= math.exp(sigmas[verify_which] * z)
                 if seconds > 0.0:
                     now, ended, overdue = _advance(now, seconds, crash_at, deadline, overdue)
                     if ended != _GOING:
@@ -272,8 +369,15 @@ def run_trials(state, design, timing, outcome_out, attempts_out, cost_out, durat
                 x, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
                 bar = detect_threshold if seg_tainted else false_alarm_threshold
                 caught = np.int64(x >> _SHIFT_32) < bar
-                seconds, s0, s1, s2, s3 = _duration(checkpoint_kind, checkpoint_a, checkpoint_b,
-                                                    s0, s1, s2, s3)
+                seconds, s0, s1, s2, s3 = _duration(checkpoint_kind, checkpoint_a, s0, s1, s2, s3)
+                if checkpoint_kind == LOGNORMAL:  # the next factor of its sigma's batch
+                    k = used[checkpoint_which]
+                    if k < LOGNORMAL_BATCH:
+                        used[checkpoint_which] = k + 1
+                        seconds *= batches[checkpoint_which, k]
+                    else:  # a long trial that spent its batch
+                        z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
+                        seconds *= math.exp(sigmas[checkpoint_which] * z)
                 if seconds > 0.0:
                     now, ended, overdue = _advance(now, seconds, crash_at, deadline, overdue)
                     if ended != _GOING:
