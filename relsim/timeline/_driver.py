@@ -7,7 +7,8 @@ trial's draws depend on its index only, never on the order in which the fleet ru
 workload (Poisson arrivals or anything shared) runs replication ``r`` of its ``tasks`` tasks
 from ``SeedSequence(seed, spawn_key=(r,))``, the same way inside (trial ``k`` from
 ``(r, 0, k)``, the arrivals from ``(r, 1)``), and :mod:`relsim.timeline._replications`
-combines the replications.
+combines the replications. Independent trials without section 8's tables or an event log
+take the compiled path instead (:mod:`relsim.timeline._fast`: no simpy, other streams).
 
 Memory stays bounded by what runs at once: with ``fleet.agents`` one dispatcher process holds
 the FIFO queue as an index into the arrival sequence (a trial becomes a simpy process only
