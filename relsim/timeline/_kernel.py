@@ -74,13 +74,14 @@ _C = [1.0 / math.factorial(k) for k in range(13)]
 _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12 = _C
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, fastmath={"contract"})
 def exp_many(x, out, scratch):
     """``out[k] = exp(x[k])`` for each ``k``, within 3e-16 relative (the tests hold it to
     ``math.exp``), for ``x`` in [-708, 709] (clamped there: exp's normal range).
 
-    No branch, call or table in the loops, so that numba vectorizes them. ``scratch`` (as
-    long as ``x``) holds the rounded multiples of ln2."""
+    No branch, call or table in the loops, so that numba vectorizes them, and the
+    polynomial's multiply-adds fused (``fastmath={"contract"}``: one rounding each, half the
+    time). ``scratch`` (as long as ``x``) holds the rounded multiples of ln2."""
     for k in range(x.shape[0]):
         v = min(max(x[k], -708.0), 709.0)
         t = v * _INV_LN2 + _ROUNDER
