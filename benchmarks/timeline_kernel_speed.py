@@ -2,7 +2,7 @@
 
 Trials per second of ``simulate_timeline`` on independent trials (a batch sharing nothing:
 durations, backoff, a deadline, crashes), on its compiled path (the default) and on simpy
-(``relsim.timeline._driver._FORCE_SIMPY``), next to ``relsim.simulate`` (Monte Carlo) on the
+(``relsim.timeline._driver._PATH = "simpy"``), next to ``relsim.simulate`` (Monte Carlo) on the
 same trial model (the scenario without its time tables, which Monte Carlo does not read).
 Each figure is a whole call (checks, seeding, the kernel, the estimates), the kernels loaded
 from numba's cache by a warm-up call first. The machine is shared and noisy: ``--rounds N``
@@ -60,9 +60,14 @@ def trial_model_only(scenario: dict) -> dict:
 
 def kernel(scenario: dict, trials: int, threads: int) -> float:
     from relsim import simulate_timeline
+    from relsim.timeline import _driver
 
-    start = time.perf_counter()
-    out = simulate_timeline(scenario, trials=trials, seed=1, threads=threads)
+    _driver._PATH = "compiled"  # the warm-up's few trials too (by default they run on simpy)
+    try:
+        start = time.perf_counter()
+        out = simulate_timeline(scenario, trials=trials, seed=1, threads=threads)
+    finally:
+        _driver._PATH = None
     assert out.simpy_events == 0
     return trials / (time.perf_counter() - start)
 
@@ -71,12 +76,12 @@ def simpy_path(scenario: dict, trials: int) -> float:
     from relsim import simulate_timeline
     from relsim.timeline import _driver
 
-    _driver._FORCE_SIMPY = True
+    _driver._PATH = "simpy"
     try:
         start = time.perf_counter()
         out = simulate_timeline(scenario, trials=trials, seed=1)
     finally:
-        _driver._FORCE_SIMPY = False
+        _driver._PATH = None
     assert out.simpy_events > 0
     return trials / (time.perf_counter() - start)
 

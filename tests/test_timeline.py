@@ -299,7 +299,7 @@ def test_replication_r_is_the_seed_spawned_by_r(monkeypatch):
     # every comparison)
     from relsim.timeline import _driver
 
-    monkeypatch.setattr(_driver, "_FORCE_SIMPY", True)
+    monkeypatch.setattr(_driver, "_PATH", "simpy")
     plain = {"steps": 2, "p": 0.8, "verifier": {}, "retries": {"per_step": 1}}
     scenario = {**plain, "timing": {"attempt": {"mean": 5}}, "fleet": {"agents": 2, "tasks": 40}}
     out = simulate_timeline(scenario, replications=3, seed=7)
@@ -335,7 +335,7 @@ def test_ctrl_c_gives_the_finished_trials_marked_partial(monkeypatch):
     # on simpy (tests/test_timeline_kernel.py stops the compiled path)
     from relsim.timeline import _driver
 
-    monkeypatch.setattr(_driver, "_FORCE_SIMPY", True)
+    monkeypatch.setattr(_driver, "_PATH", "simpy")
     calls = []
 
     def progress(done: int) -> None:

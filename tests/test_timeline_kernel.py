@@ -21,6 +21,7 @@ import pytest
 from relsim import simulate_timeline
 from relsim.scenario.time_tables import Backoff, backoff_wait
 from relsim.timeline import _driver
+from relsim.timeline._fast import BLOCK_TRIALS
 
 SIGMAS = 5.0
 SIMPY_TRIALS = 3000
@@ -91,7 +92,7 @@ SCENARIOS = {"random times": RANDOM_TIMES, "ties and checkpoints": TIES_AND_CHEC
 
 
 def _run(scenario, trials, seed, simpy, monkeypatch, **kwargs):
-    monkeypatch.setattr(_driver, "_FORCE_SIMPY", simpy)
+    monkeypatch.setattr(_driver, "_PATH", "simpy" if simpy else "compiled")
     return simulate_timeline(scenario, trials=trials, seed=seed, **kwargs)
 
 
@@ -171,7 +172,7 @@ def test_a_deadline_met_on_the_dot(steps, outcome, attempts, monkeypatch):
 
 
 def test_the_same_seed_gives_the_same_answer_for_any_thread_count(monkeypatch):
-    trials = 3 * (1 << 14) + 5  # four blocks, the last partial
+    trials = 3 * BLOCK_TRIALS + 5  # four blocks, the last partial
     one = _run(RANDOM_TIMES, trials, 7, False, monkeypatch, threads=1)
     two = _run(RANDOM_TIMES, trials, 7, False, monkeypatch, threads=2)
     again = _run(RANDOM_TIMES, trials, 7, False, monkeypatch, threads=3)
@@ -191,6 +192,21 @@ def test_the_same_seed_gives_the_same_answer_for_any_thread_count(monkeypatch):
 def test_shared_resources_and_workloads_stay_on_simpy(scenario, monkeypatch):
     out = _run(scenario, None, 1, False, monkeypatch, replications=2)
     assert out.simpy_events > 0
+
+
+def test_small_runs_stay_on_simpy_and_large_ones_are_compiled():
+    # the rule (relsim.timeline._estimate.compiled): simpy when it would take under 2 s by
+    # the run's estimate, numba's start costing more than it saves
+    from relsim.timeline._estimate import COMPILED_FROM_SECONDS, compiled, work_estimate
+
+    assert not compiled(RANDOM_TIMES, 100) and compiled(RANDOM_TIMES, 100_000)
+    assert simulate_timeline(RANDOM_TIMES, trials=100, seed=1).simpy_events > 0
+    assert simulate_timeline(RANDOM_TIMES, trials=100_000, seed=1).simpy_events == 0
+    assert not compiled({**RANDOM_TIMES, "fleet": {"agents": 2}}, 10**6)
+    for trials in (100, 1000, 10_000, 100_000):  # the estimates are the path's
+        detail = work_estimate(RANDOM_TIMES, trials).detail
+        assert detail.endswith("compiled") == compiled(RANDOM_TIMES, trials)
+    assert COMPILED_FROM_SECONDS == 2.0
 
 
 def test_an_event_log_or_section_8_keeps_independent_trials_on_simpy(monkeypatch):
@@ -243,6 +259,6 @@ def test_a_stop_gives_the_finished_blocks_marked_partial(monkeypatch):
         raise KeyboardInterrupt
 
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        out = _run(NO_TIME, 10 * (1 << 14), 1, False, monkeypatch, threads=1, progress=progress)
-    assert out.partial and 0 < out.trials < 10 * (1 << 14) and calls == [1 << 14]
+        out = _run(NO_TIME, 10 * BLOCK_TRIALS, 1, False, monkeypatch, threads=1, progress=progress)
+    assert out.partial and 0 < out.trials < 10 * BLOCK_TRIALS and calls == [BLOCK_TRIALS]
     assert out.success + out.silent_failure + out.detected_failure == pytest.approx(1.0)

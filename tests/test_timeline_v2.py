@@ -400,7 +400,7 @@ def test_scenarios_without_section_8_keep_their_numbers(monkeypatch):
     # on simpy (independent trials without section 8 run compiled by default since issue 22)
     from relsim.timeline import _driver
 
-    monkeypatch.setattr(_driver, "_FORCE_SIMPY", True)
+    monkeypatch.setattr(_driver, "_PATH", "simpy")
     data = {"steps": 4, "p": [0.9, 0.8, 0.85, 0.9], "verifier": {"miss": 0.3, "false_reject": 0.1},
             "retries": {"per_step": 2, "total": 3},
             "checkpoints": {"every": 2, "detect": 0.7, "false_alarm": 0.1, "rollbacks": 1},

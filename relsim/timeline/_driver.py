@@ -36,7 +36,7 @@ from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally,
 from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model
 from relsim.scenario.design_tables import UTILITY_OUTCOMES
 from relsim.timeline import _fast, _replications
-from relsim.timeline._estimate import work_estimate
+from relsim.timeline._estimate import compiled, work_estimate
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
     SILENT,
@@ -58,8 +58,9 @@ CHUNK_TRIALS = 4096
 #: simpy events between two looks at Ctrl-C and the progress callback.
 _POLL_EVENTS = 4096
 
-# Tests set this to run independent trials on simpy too (the paths must agree in distribution).
-_FORCE_SIMPY = False
+# Tests set this to "simpy" or "compiled" to run independent trials on that path whatever
+# their size (the paths must agree in distribution); None: the rule of _estimate.compiled.
+_PATH: str | None = None
 
 
 
@@ -149,7 +150,9 @@ def simulate_timeline(
     Notes
     -----
     Independent trials without section 8's tables and without ``record`` take the compiled
-    path (:mod:`relsim.timeline._fast`): a numba kernel draws section 3's decisions and
+    path (:mod:`relsim.timeline._fast`) when simpy would take at least 2 s by
+    :func:`work_estimate` (a rule on the scenario and ``trials``: a shorter run would spend
+    more on numba's start than it saves): a numba kernel draws section 3's decisions and
     section 7's durations together, trial after trial, with no event loop (nothing is
     shared, so a trial's clock is the sum of its own actions), and fills the same per-trial
     tally, from which every figure is computed as on simpy. It draws the same distribution
@@ -208,7 +211,8 @@ def simulate_timeline(
     model = build_model(trial, time)
     events: list[tuple] = []
     with InterruptFlag() as flag:
-        if _fast.applies(trial, time, record) and not _FORCE_SIMPY:
+        if _fast.applies(trial, time, record) and (
+                _PATH == "compiled" or (_PATH is None and compiled(scenario, count, record))):
             tally = _Tally(count, model)
             if not _fast.run(trial, time, root, count, tally, progress, threads):
                 flag.set()  # stopped by Ctrl-C or the progress callback

@@ -44,6 +44,11 @@ _SECONDS_PER_EVENT = 15e-6
 # trials), one thread of the calibration machine, drawing every duration (lognormal).
 _KERNEL_SECONDS_PER_TRIAL = 0.2e-6
 _KERNEL_SECONDS_PER_ATTEMPT = 0.1e-6
+#: Independent trials take the compiled path when simpy would take at least this long by
+#: the estimate (a rule on the scenario and the trials, never on the machine): a shorter run
+#: stays on simpy, since numba's start (its import and the kernel's load from its cache, a
+#: second or two) would cost it more than the kernel saves.
+COMPILED_FROM_SECONDS = 2.0
 # Bytes: the per-trial tally (outcome, attempts, cost, duration), a trial alive in simpy (its
 # process, generator and pending events), a row of the event log (the tuple, its DataFrame
 # row, its JSON line), and what a run holds whatever its size (simpy, pandas).
@@ -51,6 +56,17 @@ _BYTES_PER_TRIAL = 32
 _BYTES_PER_LIVE_TRIAL = 10 * 2**10
 _BYTES_PER_EVENT_ROW = 400
 _FIXED_BYTES = 200 * 2**20
+
+
+def compiled(scenario: Scenario | Mapping[str, Any], trials: int, record: int = 0) -> bool:
+    """Whether ``simulate_timeline(scenario, trials, record=record)`` takes the compiled
+    path: independent trials without section 8's tables or an event log
+    (``relsim.timeline._fast.applies``) that simpy would take at least
+    :data:`COMPILED_FROM_SECONDS` to run, by the estimate."""
+    return work_estimate(scenario, trials, record).detail.endswith(_COMPILED)
+
+
+_COMPILED = ", compiled"
 
 
 def work_estimate(
@@ -106,10 +122,11 @@ def work_estimate(
     seconds = trials * (
         _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts * samples + _SECONDS_PER_EVENT * events
     )
-    if applies(model, time, record):  # the compiled path: no simpy, no live trials
+    if applies(model, time, record) and seconds >= COMPILED_FROM_SECONDS:
+        # the compiled path (relsim.timeline._fast): no simpy, no live trials
         seconds = trials * (_KERNEL_SECONDS_PER_TRIAL + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
         memory = _FIXED_BYTES + trials * _BYTES_PER_TRIAL
-        detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials, compiled"
+        detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials{_COMPILED}"
         return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
 
     if time.independent:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Trials per block: the unit of seeding (changing it changes the trials a seed draws) and
 #: of the work between two looks at Ctrl-C and the progress callback.
-BLOCK_TRIALS = 1 << 14
+BLOCK_TRIALS = 1 << 12
 
 #: The spawn key under the root seed that the blocks' seeds hang from.
 _SPAWN = 2
