@@ -44,6 +44,9 @@ _SECONDS_PER_EVENT = 15e-6
 # trials), one thread of the calibration machine, drawing every duration (lognormal).
 _KERNEL_SECONDS_PER_TRIAL = 0.2e-6
 _KERNEL_SECONDS_PER_ATTEMPT = 0.1e-6
+# Bytes per trial on the compiled path: the tally (33) and, at the end, the estimates' copies
+# of its columns (the sorted durations, the successes as floats, centred costs).
+_KERNEL_BYTES_PER_TRIAL = 80
 #: Independent trials take the compiled path when simpy would take at least this long by
 #: the estimate (a rule on the scenario and the trials, never on the machine): a shorter run
 #: stays on simpy, since numba's start (its import and the kernel's load from its cache, a
@@ -125,7 +128,7 @@ def work_estimate(
     if applies(model, time, record) and seconds >= COMPILED_FROM_SECONDS:
         # the compiled path (relsim.timeline._fast): no simpy, no live trials
         seconds = trials * (_KERNEL_SECONDS_PER_TRIAL + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
-        memory = _FIXED_BYTES + trials * _BYTES_PER_TRIAL
+        memory = _FIXED_BYTES + trials * _KERNEL_BYTES_PER_TRIAL
         detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials{_COMPILED}"
         return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
 
