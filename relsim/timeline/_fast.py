@@ -3,7 +3,7 @@
 Private; numpy only at import (the numba kernel, :mod:`relsim.timeline._kernel`, is imported
 when a run takes this path). Independent trials (batch arrivals, nothing shared) whose model
 has none of docs/model.md section 8's tables, run without an event log (``record=0``), need
-no simpy: :func:`run` runs them in the kernel, in blocks of :data:`BLOCK_TRIALS`. Block ``b``
+no simpy: :func:`run` runs them in the kernel, in blocks of :func:`block_trials`. Block ``b``
 draws from its own generator, seeded by ``SeedSequence(seed, spawn_key=(2, b))`` (the simpy
 path's trials use ``(0, k)``, a workload's arrivals ``(1,)``), and writes its own rows of the
 tally, so the same seed gives the same trials whatever the number of threads.
@@ -21,9 +21,13 @@ from relsim.scenario import Duration, TimeModel, TrialModel
 if TYPE_CHECKING:  # pragma: no cover
     from relsim._running import InterruptFlag
 
-#: Trials per block: the unit of seeding (changing it changes the trials a seed draws) and
-#: of the work between two looks at Ctrl-C and the progress callback.
+#: Trials per block, at most: the unit of seeding (changing it changes the trials a seed
+#: draws) and of the work between two looks at Ctrl-C and the progress callback.
 BLOCK_TRIALS = 1 << 12
+#: Expected attempts per block, at most: a scenario of long trials gets smaller blocks (a
+#: power of two, from its expected attempts: the same for every run of it), so that a stop
+#: is seen within a fraction of a second.
+BLOCK_ATTEMPTS = 1 << 20
 
 #: The spawn key under the root seed that the blocks' seeds hang from.
 _SPAWN = 2
@@ -107,6 +111,19 @@ def timing(trial: TrialModel, time: TimeModel) -> Timing:
     )
 
 
+def block_trials(trial: TrialModel) -> int:
+    """Trials per block of a scenario: :data:`BLOCK_TRIALS`, halved until the block's
+    expected attempts (Monte Carlo's pessimistic expectation) are within
+    :data:`BLOCK_ATTEMPTS`; at least 1."""
+    from relsim.montecarlo._estimate import expected_work
+
+    attempts = max(1.0, expected_work(trial)[0])
+    size = BLOCK_TRIALS
+    while size > 1 and size * attempts > BLOCK_ATTEMPTS:
+        size //= 2
+    return size
+
+
 class _Count:
     """What ``run_in_order`` merges: the trials that ended (the rows are in the tally)."""
 
@@ -128,6 +145,7 @@ def run(trial: TrialModel, time: TimeModel, root: np.random.SeedSequence, trials
     from relsim.timeline._kernel import run_trials
 
     design = kernel_input(trial, force_general=True).design
+    size = block_trials(trial)
     times = timing(trial, time)
     seeds = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, _SPAWN),
                                    pool_size=root.pool_size)
@@ -137,12 +155,12 @@ def run(trial: TrialModel, time: TimeModel, root: np.random.SeedSequence, trials
                duration[:0])
 
     def run_block(block: int, stop: "InterruptFlag") -> int:
-        rows = slice(block * BLOCK_TRIALS, min((block + 1) * BLOCK_TRIALS, trials))
+        rows = slice(block * size, min((block + 1) * size, trials))
         run_trials(block_state(seeds, block), design, times, outcome[rows], attempts[rows],
                    cost[rows], duration[rows])
         return rows.stop - rows.start
 
-    blocks = -(-trials // BLOCK_TRIALS)
+    blocks = -(-trials // size)
     workers = available_cores() if threads is None else threads
     done = run_in_order(iter(range(blocks)), run_block, _Count(), min(workers, blocks), progress)
     tally.done = done.trials
