@@ -35,21 +35,24 @@ QUANTITIES = (
 )
 SHARES = QUANTITIES[:5]
 
-#: Lognormal, exponential and constant attempts by step, an exponential verification,
-#: backoff with jitter, a task-wide retry budget, a deadline that cuts a fifth of the trials
-#: and crashes.
+#: Lognormal, exponential and constant attempts by step, a lognormal verification (with the
+#: first step's sigma: one batch of factors serves both), a lognormal checkpoint, backoff
+#: with jitter, a task-wide retry budget, a deadline that cuts a fifth of the trials and
+#: crashes.
 RANDOM_TIMES = {
     "steps": 6,
     "p": [0.9, 0.8, 0.85, 0.9, 0.75, 0.9],
     "verifier": {"miss": 0.15, "false_reject": 0.05},
     "retries": {"per_step": 2, "total": 5},
-    "cost": {"attempt": [1.0, 2.0, 1.0, 3.0, 1.0, 1.0], "verify": 0.5},
+    "checkpoints": {"every": 3, "detect": 0.7, "rollbacks": 1},
+    "cost": {"attempt": [1.0, 2.0, 1.0, 3.0, 1.0, 1.0], "verify": 0.5, "checkpoint": 0.2},
     "timing": {
         "attempt": [{"median": 8, "p95": 30}, {"mean": 6}, 5, {"median": 4, "p95": 12},
                     {"mean": 10}, {"median": 8, "p95": 8}],
-        "verify": {"mean": 2},
+        "verify": {"median": 2, "p95": 7.5},
+        "checkpoint": {"median": 5, "p95": 20},
         "backoff": {"base": 1, "factor": 2, "max": 10, "jitter": True},
-        "deadline": 80,
+        "deadline": 100,
     },
     "infra": {"crash_per_hour": 6},
 }
