@@ -66,10 +66,7 @@ def compiled(scenario: Scenario | Mapping[str, Any], trials: int, record: int = 
     path: independent trials without section 8's tables or an event log
     (``relsim.timeline._fast.applies``) that simpy would take at least
     :data:`COMPILED_FROM_SECONDS` to run, by the estimate."""
-    return work_estimate(scenario, trials, record).detail.endswith(_COMPILED)
-
-
-_COMPILED = ", compiled"
+    return _plan(scenario, trials, record)[1]
 
 
 def work_estimate(
@@ -91,6 +88,12 @@ def work_estimate(
     >>> big.seconds > 86400, big.memory > 2**40
     (True, True)
     """
+    return _plan(scenario, trials, record)[0]
+
+
+def _plan(scenario: Scenario | Mapping[str, Any], trials: int,
+          record: int) -> tuple[WorkEstimate, bool]:
+    """:func:`work_estimate`'s answer, and whether the run takes the compiled path."""
     from relsim.montecarlo._estimate import expected_work
     from relsim.timeline._driver import CHUNK_TRIALS
     from relsim.timeline._fast import applies
@@ -127,10 +130,12 @@ def work_estimate(
     )
     if applies(model, time, record) and seconds >= COMPILED_FROM_SECONDS:
         # the compiled path (relsim.timeline._fast): no simpy, no live trials
-        seconds = trials * (_KERNEL_SECONDS_PER_TRIAL + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
-        memory = _FIXED_BYTES + trials * _KERNEL_BYTES_PER_TRIAL
-        detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials{_COMPILED}"
-        return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
+        kernel_seconds = trials * (_KERNEL_SECONDS_PER_TRIAL
+                                   + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
+        kernel_memory = _FIXED_BYTES + trials * _KERNEL_BYTES_PER_TRIAL
+        detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials, compiled"
+        return WorkEstimate(seconds=float(kernel_seconds), memory=float(kernel_memory),
+                            detail=detail), True
 
     if time.independent:
         live = min(trials, CHUNK_TRIALS)
@@ -150,4 +155,4 @@ def work_estimate(
         detail += " all alive at once (shared resources without fleet.agents)"
     if record:
         detail += f", {record:,} recorded"
-    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
+    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail), False
