@@ -209,7 +209,7 @@ def _long_chain(tmp_path: Path) -> str:
         (["timeline", LESSON, "--trials", "123456789012345678901234567890"], "trials"),
         (["timeline", LESSON, "--trials", HUGE], "trials"),
         (["timeline", FLEET, "--replications", "100000"], "trials"),
-        (["timeline", "{long}", "--trials", "1000"], "trials"),
+        (["timeline", "{long}", "--trials", "100000"], "trials"),  # compiled: 1e10 attempts
         (["timeline", FLEET, "--replications", "2", "--events", "{events}", "--record", "2000"], None),
         (["timeline", LESSON, "--trials", str(10**8), "--events", "{events}", "--record", str(10**8)],
          "record"),

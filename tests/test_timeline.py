@@ -291,11 +291,15 @@ def test_same_seed_same_numbers_and_the_result_shape():
     assert frame["utilisation_reviewers_se"].iloc[0] == d["utilisation"]["reviewers_se"]
 
 
-def test_replication_r_is_the_seed_spawned_by_r():
+def test_replication_r_is_the_seed_spawned_by_r(monkeypatch):
     # docs/model.md section 7: replication r runs on SeedSequence(seed, spawn_key=(r,)). Time changes no
     # decision, so replication r's successes are those of the same 40 trials run alone (no
-    # time tables) on that sequence; and a replication's numbers do not depend on how many
-    # others run (common random numbers for every comparison)
+    # time tables) on that sequence, on simpy (the compiled path draws other streams); and a
+    # replication's numbers do not depend on how many others run (common random numbers for
+    # every comparison)
+    from relsim.timeline import _driver
+
+    monkeypatch.setattr(_driver, "_PATH", "simpy")
     plain = {"steps": 2, "p": 0.8, "verifier": {}, "retries": {"per_step": 1}}
     scenario = {**plain, "timing": {"attempt": {"mean": 5}}, "fleet": {"agents": 2, "tasks": 40}}
     out = simulate_timeline(scenario, replications=3, seed=7)
@@ -327,7 +331,11 @@ def test_decisions_do_not_depend_on_time():
 
 
 @pytest.mark.slow
-def test_ctrl_c_gives_the_finished_trials_marked_partial():
+def test_ctrl_c_gives_the_finished_trials_marked_partial(monkeypatch):
+    # on simpy (tests/test_timeline_kernel.py stops the compiled path)
+    from relsim.timeline import _driver
+
+    monkeypatch.setattr(_driver, "_PATH", "simpy")
     calls = []
 
     def progress(done: int) -> None:

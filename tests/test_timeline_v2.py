@@ -395,8 +395,12 @@ def test_the_same_seed_gives_the_same_numbers():
         assert simulate_timeline(scenario, seed=5, **kwargs).to_dict() != first
 
 
-def test_scenarios_without_section_8_keep_their_numbers():
+def test_scenarios_without_section_8_keep_their_numbers(monkeypatch):
     # pinned from the engine before section 8 existed (commit 42971e6): same seed, same output
+    # on simpy (independent trials without section 8 run compiled by default since issue 22)
+    from relsim.timeline import _driver
+
+    monkeypatch.setattr(_driver, "_PATH", "simpy")
     data = {"steps": 4, "p": [0.9, 0.8, 0.85, 0.9], "verifier": {"miss": 0.3, "false_reject": 0.1},
             "retries": {"per_step": 2, "total": 3},
             "checkpoints": {"every": 2, "detect": 0.7, "false_alarm": 0.1, "rollbacks": 1},

@@ -112,8 +112,8 @@ def sweep(
     A point's numbers depend only on its scenario and its seed, never on the workers, the
     batches or the order: point ``i`` of a simulate sweep is
     ``simulate(grid.scenario(i), trials, seed=point_seed(seed, i), threads=1)``, of a
-    timeline sweep ``simulate_timeline(grid.scenario(i), trials, seed=point_seed(seed, i))``
-    for independent trials and ``simulate_timeline(grid.scenario(i), replications=R,
+    timeline sweep ``simulate_timeline(grid.scenario(i), trials, seed=point_seed(seed, i),
+    threads=1)`` for independent trials and ``simulate_timeline(grid.scenario(i), replications=R,
     seed=point_seed(seed, i))`` for a workload.
     A point that Ctrl-C cuts short is not recorded: the sweep stops with
     ``KeyboardInterrupt`` and the journal keeps the points finished before.

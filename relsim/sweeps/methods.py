@@ -153,7 +153,7 @@ def _timeline(scenario: Any, trials: int | None, seed: int | None,
     with _no_partial_warning():
         if time_model(scenario).workload:
             return _whole(simulate_timeline(scenario, replications=replications, seed=seed))
-        return _whole(simulate_timeline(scenario, trials, seed=seed))
+        return _whole(simulate_timeline(scenario, trials, seed=seed, threads=1))
 
 
 @contextlib.contextmanager

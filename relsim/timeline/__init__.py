@@ -4,7 +4,8 @@
 replications=R)`` (a workload) runs each trial as a simpy process with section 3's draws and
 decisions and the time tables' waits between them (agent slots, LLM slots and reviewers as
 simpy resources; the rpm and tpm limits as token buckets; the deadline and the crash clock as
-interrupts), and returns a :class:`TimelineOutcome` (defined, with every result type, in
+interrupts; independent trials, which share nothing, run in a numba kernel instead:
+``_fast`` and ``_kernel``), and returns a :class:`TimelineOutcome` (defined, with every result type, in
 :mod:`relsim.results`). ``_trial`` is one trial's simpy process (``_design`` its loop with docs/model.md section 8's
 tables), ``_driver`` runs the trials and replications, ``_replications``
 combines a workload's replications, judges the targets and raises the warnings. :func:`work_estimate` is the time and memory a run will

@@ -7,7 +7,8 @@ trial's draws depend on its index only, never on the order in which the fleet ru
 workload (Poisson arrivals or anything shared) runs replication ``r`` of its ``tasks`` tasks
 from ``SeedSequence(seed, spawn_key=(r,))``, the same way inside (trial ``k`` from
 ``(r, 0, k)``, the arrivals from ``(r, 1)``), and :mod:`relsim.timeline._replications`
-combines the replications.
+combines the replications. Independent trials without section 8's tables or an event log
+take the compiled path instead (:mod:`relsim.timeline._fast`: no simpy, other streams).
 
 Memory stays bounded by what runs at once: with ``fleet.agents`` one dispatcher process holds
 the FIFO queue as an index into the arrival sequence (a trial becomes a simpy process only
@@ -34,8 +35,8 @@ from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model
 from relsim.scenario.design_tables import UTILITY_OUTCOMES
-from relsim.timeline import _replications
-from relsim.timeline._estimate import work_estimate
+from relsim.timeline import _fast, _replications
+from relsim.timeline._estimate import compiled, work_estimate
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
     SILENT,
@@ -57,6 +58,10 @@ CHUNK_TRIALS = 4096
 #: simpy events between two looks at Ctrl-C and the progress callback.
 _POLL_EVENTS = 4096
 
+# Tests set this to "simpy" or "compiled" to run independent trials on that path whatever
+# their size (the paths must agree in distribution); None: the rule of _estimate.compiled.
+_PATH: str | None = None
+
 
 
 def simulate_timeline(
@@ -67,6 +72,7 @@ def simulate_timeline(
     seed: int | np.random.SeedSequence | None = None,
     record: int = 0,
     progress: Callable[[int], None] | None = None,
+    threads: int | None = None,
 ) -> TimelineOutcome:
     r"""Run a scenario in time, on simpy (docs/model.md section 7).
 
@@ -122,6 +128,9 @@ def simulate_timeline(
     progress : callable or None
         Called with the number of trials that ended since the last call; raising
         ``KeyboardInterrupt`` from it stops the run as Ctrl-C does.
+    threads : int or None
+        Worker threads of the compiled path (see Notes), ``>= 1``; ``None`` uses every core
+        available to the process. The simpy path runs in the calling thread.
 
     Returns
     -------
@@ -137,6 +146,18 @@ def simulate_timeline(
         (:func:`relsim.timeline.work_estimate`) is over ``relsim.limits.time_limit()`` (60 s)
         or ``memory_limit()`` (4 GiB): the message names the estimate and the trials (or
         recorded trials) that fit.
+
+    Notes
+    -----
+    Independent trials without section 8's tables and without ``record`` take the compiled
+    path (:mod:`relsim.timeline._fast`) when simpy would take at least 2 s by
+    :func:`work_estimate` (a rule on the scenario and ``trials``: a shorter run would spend
+    more on numba's start than it saves): a numba kernel draws section 3's decisions and
+    section 7's durations together, trial after trial, with no event loop (nothing is
+    shared, so a trial's clock is the sum of its own actions), and fills the same per-trial
+    tally, from which every figure is computed as on simpy. It draws the same distribution
+    (the tests hold the two paths together), from other random streams: a seed gives other
+    numbers than on simpy, the same ones for any ``threads``. ``simpy_events`` is then 0.
 
     Examples
     --------
@@ -180,14 +201,23 @@ def simulate_timeline(
     record = min(check_int(record, "record", low=0), count)
     if progress is not None and not callable(progress):
         raise invalid("progress", "callable or None", progress)
+    if threads is not None:
+        threads = check_int(threads, "threads", low=1)
     root, seed_value = check_seed(seed)
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
     _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
                 record)
-    model = build_model(trial_model(scenario), time)
+    trial = trial_model(scenario)
+    model = build_model(trial, time)
     events: list[tuple] = []
     with InterruptFlag() as flag:
-        if time.workload:
+        if _fast.applies(trial, time, record) and (
+                _PATH == "compiled" or (_PATH is None and compiled(scenario, count, record))):
+            tally = _Tally(count, model)
+            if not _fast.run(trial, time, root, count, tally, progress, threads):
+                flag.set()  # stopped by Ctrl-C or the progress callback
+            simpy_events = 0
+        elif time.workload:
             runs, simpy_events = _replicate(model, time, root, replications, record, events,
                                             progress, flag)
         else:
@@ -533,12 +563,18 @@ class _Tally:
             self.last_end = end
         self.done += 1
 
+    def _ended(self) -> np.ndarray | slice:
+        """Where the trials that ended are: every row (a view, no copy) unless a stop cut
+        the run short."""
+        ended = self.outcome_code >= 0
+        return slice(None) if ended.all() else ended
+
     def estimate(self) -> Estimate:
         """The shares, means and cost per success of the trials that ended, with standard
         errors and intervals: Monte Carlo's rule (:func:`relsim.results.estimate`)."""
-        ended = self.outcome_code >= 0
-        n = int(ended.sum())
+        ended = self._ended()
         codes = self.outcome_code[ended]
+        n = codes.size
         counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
         cost = self.cost[ended]
         succeeded = (codes == 0).astype(float)
@@ -556,8 +592,8 @@ class _Tally:
                 simpy_events: int) -> TimelineOutcome:
         """Independent trials: :meth:`estimate`'s numbers, order-statistic intervals of the
         duration percentiles, no throughput (docs/model.md section 7, "Workloads")."""
-        ended = self.outcome_code >= 0
-        n = int(ended.sum())
+        ended = self._ended()
+        n = self.outcome_code[ended].size
         if n == 0:
             raise KeyboardInterrupt  # interrupted before any trial ended: nothing to report
         result = self.estimate()
@@ -591,7 +627,7 @@ class _Tally:
         utilities = by_code[codes]
         return utilities - weight * (cost * self.cost_unit) if weight else utilities
 
-    def _design_estimates(self, ended: np.ndarray, values: dict[str, Any], se: dict[str, float],
+    def _design_estimates(self, ended: np.ndarray | slice, values: dict[str, Any], se: dict[str, float],
                           intervals: dict[str, tuple[float, float]]) -> None:
         """Independent trials: each mode's silent share (binomial standard error, Wilson
         interval, as every share) and the expected utility (a mean: s/sqrt(N), normal)."""

@@ -40,6 +40,18 @@ __all__ = ["work_estimate"]
 _SECONDS_PER_TRIAL = 150e-6
 _SECONDS_PER_ATTEMPT = 2.25e-6
 _SECONDS_PER_EVENT = 15e-6
+# Seconds per trial and per attempt on the compiled path (relsim.timeline._fast: independent
+# trials), one thread of the calibration machine, drawing every duration (lognormal).
+_KERNEL_SECONDS_PER_TRIAL = 0.2e-6
+_KERNEL_SECONDS_PER_ATTEMPT = 0.1e-6
+# Bytes per trial on the compiled path: the tally (33) and, at the end, the estimates' copies
+# of its columns (the sorted durations, the successes as floats, centred costs).
+_KERNEL_BYTES_PER_TRIAL = 80
+#: Independent trials take the compiled path when simpy would take at least this long by
+#: the estimate (a rule on the scenario and the trials, never on the machine): a shorter run
+#: stays on simpy, since numba's start (its import and the kernel's load from its cache, a
+#: second or two) would cost it more than the kernel saves.
+COMPILED_FROM_SECONDS = 2.0
 # Bytes: the per-trial tally (outcome, attempts, cost, duration), a trial alive in simpy (its
 # process, generator and pending events), a row of the event log (the tuple, its DataFrame
 # row, its JSON line), and what a run holds whatever its size (simpy, pandas).
@@ -47,6 +59,14 @@ _BYTES_PER_TRIAL = 32
 _BYTES_PER_LIVE_TRIAL = 10 * 2**10
 _BYTES_PER_EVENT_ROW = 400
 _FIXED_BYTES = 200 * 2**20
+
+
+def compiled(scenario: Scenario | Mapping[str, Any], trials: int, record: int = 0) -> bool:
+    """Whether ``simulate_timeline(scenario, trials, record=record)`` takes the compiled
+    path: independent trials without section 8's tables or an event log
+    (``relsim.timeline._fast.applies``) that simpy would take at least
+    :data:`COMPILED_FROM_SECONDS` to run, by the estimate."""
+    return _plan(scenario, trials, record)[1]
 
 
 def work_estimate(
@@ -68,8 +88,15 @@ def work_estimate(
     >>> big.seconds > 86400, big.memory > 2**40
     (True, True)
     """
+    return _plan(scenario, trials, record)[0]
+
+
+def _plan(scenario: Scenario | Mapping[str, Any], trials: int,
+          record: int) -> tuple[WorkEstimate, bool]:
+    """:func:`work_estimate`'s answer, and whether the run takes the compiled path."""
     from relsim.montecarlo._estimate import expected_work
     from relsim.timeline._driver import CHUNK_TRIALS
+    from relsim.timeline._fast import applies
 
     scenario = as_scenario(scenario)
     model, time = trial_model(scenario), time_model(scenario)
@@ -101,6 +128,14 @@ def work_estimate(
     seconds = trials * (
         _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts * samples + _SECONDS_PER_EVENT * events
     )
+    if applies(model, time, record) and seconds >= COMPILED_FROM_SECONDS:
+        # the compiled path (relsim.timeline._fast): no simpy, no live trials
+        kernel_seconds = trials * (_KERNEL_SECONDS_PER_TRIAL
+                                   + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
+        kernel_memory = _FIXED_BYTES + trials * _KERNEL_BYTES_PER_TRIAL
+        detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials, compiled"
+        return WorkEstimate(seconds=float(kernel_seconds), memory=float(kernel_memory),
+                            detail=detail), True
 
     if time.independent:
         live = min(trials, CHUNK_TRIALS)
@@ -120,4 +155,4 @@ def work_estimate(
         detail += " all alive at once (shared resources without fleet.agents)"
     if record:
         detail += f", {record:,} recorded"
-    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail)
+    return WorkEstimate(seconds=float(seconds), memory=float(memory), detail=detail), False

@@ -290,6 +290,10 @@ def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, c
     yield from _hold(fleet, env, trial, "reviewers", position, None, start)
 
 
+# A pool's tallies on the trial (names built once, not per hold: this runs at every LLM call).
+_TALLIES = {name: (f"wait_{name}", f"held_{name}") for name in ("llm", "reviewers")}
+
+
 def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: int | None,
           start: Any, wait: Callable[[Any, Trial, float], Any] = _wait) -> Any:
     """Wait FIFO for one unit of the pool ``name`` (``"llm"`` or ``"reviewers"``), then hold it
@@ -299,6 +303,7 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
     trial past its deadline leaves the queue without being served."""
     log = trial.log
     pool = getattr(fleet, name)
+    waited, held = _TALLIES[name]
     request = pool.request()
     since = env.now
     granted = None
@@ -310,7 +315,7 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
                 log(trial, "request", step, attempt, name, None)
         yield request
         granted = env.now
-        setattr(trial, f"wait_{name}", getattr(trial, f"wait_{name}") + granted - since)
+        setattr(trial, waited, getattr(trial, waited) + granted - since)
         if log:
             log(trial, "acquire", step, attempt, name, None)
         seconds = start()
@@ -318,13 +323,13 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
             yield wait(env, trial, seconds)
     finally:
         if granted is None:
-            setattr(trial, f"wait_{name}", getattr(trial, f"wait_{name}") + env.now - since)
+            setattr(trial, waited, getattr(trial, waited) + env.now - since)
             fleet.inner += fleet.clipped(since, env.now)
             request.cancel()
         else:
             fleet.inner += fleet.clipped(since, granted)
             fleet.busy[name] += fleet.clipped(granted, env.now)
-            setattr(trial, f"held_{name}", getattr(trial, f"held_{name}") + env.now - granted)
+            setattr(trial, held, getattr(trial, held) + env.now - granted)
             if log:
                 log(trial, "release", step, attempt, name, None)
         pool.release(request)
