@@ -19,6 +19,17 @@ from relsim.exact import _chain, _evaluate, evaluate
 from relsim.scenario import Scenario
 
 
+@pytest.fixture(autouse=True)
+def _unloaded_after():
+    """Each test leaves the compiled pass unloaded if it found it so: once loaded,
+    `use_compiled` takes it for every later evaluation in the process, and the other test
+    files on this worker should keep running the pass they always ran."""
+    loaded = "relsim.exact._compiled" in sys.modules
+    yield
+    if not loaded:
+        sys.modules.pop("relsim.exact._compiled", None)
+
+
 def _both(scenario: Scenario, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
     values = {}
     for compiled in (False, True):

@@ -498,12 +498,14 @@ def _pass_checkpoint(model: ChainModel, rows: np.ndarray) -> tuple[np.ndarray, n
 
 
 # ------------------------------------------------------------------- the compiled pass
-#: Estimated seconds of the numpy pass (``_work``'s estimate, which runs about twice the
-#: time measured) from which loading the compiled pass pays: numba's import and the first
-#: load of its cached machine code cost about 1 s at a process start (0.9-1.1 s measured on
-#: the 2-core machine, 2026-12-01), and the compiled pass takes about a third of the numpy
-#: one's time (benchmarks/README.md, "Exact engine, issue 22").
-LOAD_ESTIMATE = 3.0
+#: Estimated seconds of the numpy pass (``_work``'s estimate, about 2-3 times the time
+#: measured) from which loading the compiled pass pays: numba's import and the first load of
+#: its cached machine code cost 1-1.3 s at a process start, and the compiled pass takes about
+#: 0.28x the numpy one's time. Measured in fresh processes on the 2-core machine (2026-12-01,
+#: benchmarks/README.md, "Exact engine, issue 22"): the two first calls break even at an
+#: estimate of about 4 s (2.19 s numpy against 2.21 s compiled); at 3 s numpy is quicker
+#: (1.46 against 1.58 s), at 6 s the compiled pass (2.72 against 2.42 s).
+LOAD_ESTIMATE = 4.0
 
 #: None: choose by `use_compiled`'s rule; True or False: always the compiled or the numpy
 #: pass (tests and benchmarks set it).

@@ -124,17 +124,17 @@ def forward_pass(
                 attempts = 0.0
                 entering = 0.0
                 for c in range(c_n):
-                    mass = every[c, 0, pad:]
+                    starting = every[c, 0, pad:]  # the mass in state c, by retries used
                     if n_d == 2:
                         for r in range(n_r):
-                            by_conf[r] = mass[r] + every[c, 1, pad + r]
-                        mass = by_conf
+                            by_conf[r] = starting[r] + every[c, 1, pad + r]
+                        starting = by_conf
                     exhaust_row = lost[kernel, z, 0, c]
                     attempts_row = lost[kernel, z, 1, c]
                     for r in range(n_r):
-                        exhausted += mass[r] * exhaust_row[r]
-                        attempts += mass[r] * attempts_row[r]
-                        entering += mass[r]
+                        exhausted += starting[r] * exhaust_row[r]
+                        attempts += starting[r] * attempts_row[r]
+                        entering += starting[r]
                 result[_DETECTED, z] += exhausted
                 result[_ATTEMPTS, z] += attempts
                 result[_COST, z] += attempt_cost[i] * attempts
