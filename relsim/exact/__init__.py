@@ -37,7 +37,9 @@ accepts) and may fault; the tainted and doomed bits become failure modes; and th
 reports infra failures and silent failures by mode. A scenario without those tables takes
 ``_chain``'s pass exactly as before.
 
-The package: ``_chain`` holds the forward pass and the step kernels, ``_design`` their section
+The package: ``_chain`` holds the forward pass and the step kernels, ``_compiled`` the same
+section 3 pass as one numba loop (taken when the numpy pass would take long enough to pay for
+loading numba, or it is loaded already; the two agree to rounding), ``_design`` their section
 8 forms, ``_work`` the estimate of their time and memory; all read the compiled
 ``relsim.scenario.TrialModel``.
 """
