@@ -187,7 +187,9 @@ def _evaluate(
     return _evaluate_model(trial, tol, compiled)
 
 
-def _evaluate_model(trial: TrialModel, tol: float, compiled: bool = False) -> tuple[np.ndarray, int]:
+def _evaluate_model(
+    trial: TrialModel, tol: float, compiled: bool = False
+) -> tuple[np.ndarray, int]:
     """:func:`_evaluate` for a model of one class (``compiled``: section 3's compiled pass)."""
     model = ChainModel.from_trial(trial, float(tol))
     grids: dict[tuple, StepEffectGrid] = {}  # shared by every round of task-effect nodes
