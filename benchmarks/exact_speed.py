@@ -1,6 +1,7 @@
 """How fast the exact engine is, and how its time grows (issue 3 item 7).
 
     python3 benchmarks/exact_speed.py [--repeat R]
+    python3 benchmarks/exact_speed.py --issue22 [--rounds N]   # the numpy and compiled passes
 
 Prints tables of wall-clock time per ``relsim.evaluate`` call (the median of R runs, after one
 warm run) for:
@@ -18,6 +19,13 @@ warm run) for:
    a vote of 3 over 2 wrong answers, two failure modes and faults under 0.5 s), without and
    with checkpoints and random effects.
 
+``--issue22`` measures issue 22's goal (the target in 0.1 s): the numpy pass and the compiled
+pass (relsim.exact._compiled) on the target, alternating in the same process for N rounds
+(medians of R calls each), then, each in a fresh process, the first ``evaluate`` of growing
+scenarios on either pass and on the automatic choice, around the threshold
+(``relsim.exact._chain.LOAD_ESTIMATE``) at which loading numba pays. Every other table runs
+the numpy pass (the engine the earlier figures measured).
+
 Times depend on the machine and on what else runs on it; the figures in benchmarks/README.md
 say where they were measured.
 """
@@ -32,8 +40,12 @@ import time
 
 import numpy as np
 
+import json
+import subprocess
+import sys
+
 from relsim import Scenario, formulas
-from relsim.exact import DEFAULT_TOL, _evaluate
+from relsim.exact import DEFAULT_TOL, _chain, _evaluate, work_estimate
 
 
 def _best(fn, repeat: int) -> float:
@@ -87,8 +99,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per case (median kept)")
     parser.add_argument("--section8", action="store_true", help="only section 5 (model v2)")
+    parser.add_argument("--issue22", action="store_true", help="only issue 22's passes")
+    parser.add_argument("--rounds", type=int, default=5, help="--issue22: alternating rounds")
     args = parser.parse_args()
     repeat = args.repeat
+    if args.issue22:
+        _issue22(repeat, args.rounds)
+        return
+    _chain.COMPILED = False  # the tables below measure the numpy pass
     if args.section8:
         _section8(repeat)
         return
@@ -181,6 +199,71 @@ def main() -> None:
               f"{engine / reference:8.1f}x")
 
     _section8(repeat)
+
+
+def _issue22(repeat: int, rounds: int) -> None:
+    """The target on both passes, alternating; then first calls in fresh processes."""
+    print(f"issue 22: the exact engine's passes, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.2f}")
+    s = Scenario.from_dict(_target())
+    values = {}
+    for compiled in (False, True):  # the first compiled call loads (or compiles) the kernel
+        _chain.COMPILED = compiled
+        values[compiled] = _evaluate(s, DEFAULT_TOL)[0]
+    difference = np.abs(values[True] - values[False]).max()
+    print(f"  target: largest difference between the passes {difference:.1e}")
+    times: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(rounds):
+        for compiled in (False, True) if round_ % 2 == 0 else (True, False):
+            _chain.COMPILED = compiled
+            walls, cpus = [], []
+            for _ in range(repeat):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                _evaluate(s, DEFAULT_TOL)
+                walls.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - start_cpu)
+            times[compiled].append(statistics.median(walls))
+            cpu[compiled].append(statistics.median(cpus))
+    for compiled, label in ((False, "numpy pass"), (True, "compiled pass")):
+        print(f"  {label:14} rounds (ms): "
+              + " ".join(f"{1e3 * t:6.1f}" for t in times[compiled])
+              + f"   median {1e3 * statistics.median(times[compiled]):6.1f} ms wall, "
+              f"{1e3 * statistics.median(cpu[compiled]):6.1f} ms CPU")
+    ratio = statistics.median(times[True]) / statistics.median(times[False])
+    print(f"  compiled / numpy: {ratio:.2f}; load average now {os.getloadavg()[0]:.2f}")
+
+    print()
+    print("  first evaluate in a fresh process (wall, ms; import relsim before the clock)")
+    print(f"  {'steps':>6} {'estimate s':>10} {'numpy':>8} {'compiled':>9} {'auto':>8}  auto takes")
+    for steps in (200, 1000, 1400, 2000, 2800):
+        data = _target(steps=steps)
+        estimate = work_estimate(data).seconds
+        row = {}
+        for mode in ("False", "True", "None"):
+            row[mode] = _fresh(data, mode)
+        took = "compiled" if estimate >= _chain.LOAD_ESTIMATE else "numpy"
+        print(f"  {steps:6d} {estimate:10.2f} {1e3 * row['False']:8.0f} {1e3 * row['True']:9.0f} "
+              f"{1e3 * row['None']:8.0f}  {took}")
+
+
+_FRESH = """
+import json, sys, time
+import relsim
+from relsim.exact import _chain, evaluate
+_chain.COMPILED = {mode}
+data = json.loads(sys.argv[1])
+start = time.perf_counter()
+evaluate(data)
+print(time.perf_counter() - start)
+"""
+
+
+def _fresh(data: dict, mode: str) -> float:
+    """Seconds of the first ``evaluate`` in a new process, with ``COMPILED = mode``."""
+    out = subprocess.run([sys.executable, "-c", _FRESH.format(mode=mode), json.dumps(data)],
+                         check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 #: Section 8's tables, each as it is added to a 25-step scenario (`_section8`).

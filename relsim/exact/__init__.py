@@ -37,7 +37,9 @@ accepts) and may fault; the tainted and doomed bits become failure modes; and th
 reports infra failures and silent failures by mode. A scenario without those tables takes
 ``_chain``'s pass exactly as before.
 
-The package: ``_chain`` holds the forward pass and the step kernels, ``_design`` their section
+The package: ``_chain`` holds the forward pass and the step kernels, ``_compiled`` the same
+section 3 pass as one numba loop (taken when the numpy pass would take long enough to pay for
+loading numba, or it is loaded already; the two agree to rounding), ``_design`` their section
 8 forms, ``_work`` the estimate of their time and memory; all read the compiled
 ``relsim.scenario.TrialModel``.
 """
@@ -49,9 +51,17 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from relsim._quadrature import integrate_normal
-from relsim.exact._chain import DEFAULT_TOL, ATTEMPTS, COST, ChainModel, StepEffectGrid, conditional_values
+from relsim.exact._chain import (
+    DEFAULT_TOL,
+    ATTEMPTS,
+    COST,
+    ChainModel,
+    StepEffectGrid,
+    conditional_values,
+    use_compiled,
+)
 from relsim.exact._design import BY_MODE, INFRA, DesignModel, design_values
-from relsim.exact._work import check_tol, work_estimate
+from relsim.exact._work import check_tol, model_estimate, work_estimate
 from relsim.results import Outcome
 from relsim.scenario import Scenario, as_scenario, trial_model
 from relsim.scenario.compiled import TrialModel
@@ -110,12 +120,13 @@ def evaluate(scenario: Scenario | Mapping[str, Any], *, tol: float = DEFAULT_TOL
     """
     scenario = as_scenario(scenario)
     check_tol(tol)
-    work_estimate(scenario, tol=tol).check(
+    estimate = work_estimate(scenario, tol=tol)
+    estimate.check(
         "scenario",
         "use relsim.simulate (Monte Carlo) for this scenario, or lower the budgets "
         "(retries.total, retries.per_step, checkpoints.rollbacks) or the steps",
     )
-    values, _ = _evaluate(scenario, tol)
+    values, _ = _evaluate(scenario, tol, estimate.seconds)
     trial = trial_model(scenario)
     success, silent, detected = (_share(values[k]) for k in range(3))
     # the rows of section 8 (design_values): absent from section 3's forward pass
@@ -147,8 +158,12 @@ def _share(value: float) -> float:
     return min(1.0, max(0.0, float(value)))
 
 
-def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
+def _evaluate(
+    scenario: Scenario, tol: float, seconds: float | None = None
+) -> tuple[np.ndarray, int]:
     """The expectations and the number of task-effect nodes used (no work check).
+
+    ``seconds``: the work estimate's time, when the caller has it (it chooses the pass).
 
     The rows are ``_chain``'s five (success, silent, detected, attempts, cost); a scenario
     with section 8's tables adds infra failures and one row of silent failures per mode
@@ -156,17 +171,26 @@ def _evaluate(scenario: Scenario, tol: float) -> tuple[np.ndarray, int]:
     """
     check_tol(tol)
     trial = trial_model(scenario)
+    # Section 3's pass runs compiled when the numpy one would take long enough to pay for
+    # loading numba (or it is loaded already); section 8's pass is numpy alone.
+    if seconds is None:
+        seconds = model_estimate(trial, tol).seconds
+    compiled = use_compiled(seconds)
     if trial.classes > 1:
         # A class is drawn once per trial, before anything else: the outcome is the mixture
         # of the classes' outcomes (expectations are linear in the weights).
-        parts = [_evaluate_model(trial.for_class(c), tol) for c in range(trial.classes)]
+        parts = [
+            _evaluate_model(trial.for_class(c), tol, compiled) for c in range(trial.classes)
+        ]
         values = sum(w * v for w, (v, _) in zip(trial.class_weight, parts))
         return np.asarray(values), sum(used for _, used in parts)
-    return _evaluate_model(trial, tol)
+    return _evaluate_model(trial, tol, compiled)
 
 
-def _evaluate_model(trial: TrialModel, tol: float) -> tuple[np.ndarray, int]:
-    """:func:`_evaluate` for a model of one class."""
+def _evaluate_model(
+    trial: TrialModel, tol: float, compiled: bool = False
+) -> tuple[np.ndarray, int]:
+    """:func:`_evaluate` for a model of one class (``compiled``: section 3's compiled pass)."""
     model = ChainModel.from_trial(trial, float(tol))
     grids: dict[tuple, StepEffectGrid] = {}  # shared by every round of task-effect nodes
     forward: Callable[[np.ndarray], np.ndarray]
@@ -179,7 +203,7 @@ def _evaluate_model(trial: TrialModel, tol: float) -> tuple[np.ndarray, int]:
     else:  # section 3's model: the forward pass it always had
 
         def forward(z_shift: np.ndarray) -> np.ndarray:
-            return conditional_values(model, z_shift, grids)
+            return conditional_values(model, z_shift, grids, compiled)
 
     if model.trial.task_sd == 0.0:
         values, used = forward(np.zeros(1))[:, 0], 1

@@ -8,6 +8,7 @@ Private to ``relsim.exact`` (its docstring describes the method). Reads the comp
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -352,7 +353,9 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------ the forward pass
-def conditional_values(model: ChainModel, z_shift: np.ndarray, grids: dict) -> np.ndarray:
+def conditional_values(
+    model: ChainModel, z_shift: np.ndarray, grids: dict, compiled: bool = False
+) -> np.ndarray:
     """The five expectations given the task effect, for each shift: shape (5, z).
 
     The state array has axes (z, tainted * C + confusion state, doomed, retries used). A step
@@ -360,7 +363,8 @@ def conditional_values(model: ChainModel, z_shift: np.ndarray, grids: dict) -> n
     only decides success against silent failure at the end), so one matrix product per z node
     executes a step from every state. Without checkpoints nothing is ever doomed, and the
     doomed axis has length 1. Right after a checkpoint, and where a layer starts, no segment
-    holds a wrong result: the state then keeps its C untainted rows alone.
+    holds a wrong result: the state then keeps its C untainted rows alone. With ``compiled``
+    the same pass runs in ``_compiled.forward_pass`` (numba; see `use_compiled`).
     """
     n = model.trial.steps
     n_z = z_shift.size
@@ -378,6 +382,8 @@ def conditional_values(model: ChainModel, z_shift: np.ndarray, grids: dict) -> n
     seg_start = np.zeros(n + 1, dtype=np.int64)  # last checkpoint position <= i
     for i in range(1, n + 1):
         seg_start[i] = i if i in model.positions else seg_start[i - 1]
+    if compiled:
+        return _compiled_pass(model, kernels, seg_start, n_z)
 
     # The stacked shifts of `_execute`, allocated once per layout: a fresh array for every
     # execution costs more than filling it (new pages from the system).
@@ -489,3 +495,79 @@ def _pass_checkpoint(model: ChainModel, rows: np.ndarray) -> tuple[np.ndarray, n
     state[:, :, 1] += rows[:, c : 2 * c, 0] + rows[:, c : 2 * c, 1]
     return state, rows[:, 2 * c]
 
+
+
+# ------------------------------------------------------------------- the compiled pass
+#: Estimated seconds of the numpy pass (``_work``'s estimate, about 2-3 times the time
+#: measured) from which loading the compiled pass pays: numba's import and the first load of
+#: its cached machine code cost 1-1.3 s at a process start, and the compiled pass takes about
+#: 0.28x the numpy one's time. Measured in fresh processes on the 2-core machine (2026-12-01,
+#: benchmarks/README.md, "Exact engine, issue 22"): the two first calls break even at an
+#: estimate of about 4 s (2.19 s numpy against 2.21 s compiled); at 3 s numpy is quicker
+#: (1.46 against 1.58 s), at 6 s the compiled pass (2.72 against 2.42 s).
+LOAD_ESTIMATE = 4.0
+
+#: None: choose by `use_compiled`'s rule; True or False: always the compiled or the numpy
+#: pass (tests and benchmarks set it).
+COMPILED: bool | None = None
+
+
+def use_compiled(estimate: float) -> bool:
+    """Whether a pass whose numpy form is estimated at ``estimate`` seconds runs compiled.
+
+    It does once the compiled pass is loaded in this process (a later load is free), or when
+    the estimate is at least `LOAD_ESTIMATE`; else numba's load would cost more than it saves.
+    The two passes agree to rounding (1e-12 held by the tests), so the choice changes only the
+    last bits of a result.
+    """
+    if COMPILED is not None:
+        return COMPILED
+    return "relsim.exact._compiled" in sys.modules or estimate >= LOAD_ESTIMATE
+
+
+def _compiled_pass(
+    model: ChainModel, kernels: dict[tuple, _Kernel], seg_start: np.ndarray, n_z: int
+) -> np.ndarray:
+    """`conditional_values` by ``_compiled.forward_pass``, from the kernels built here."""
+    from relsim.exact._compiled import forward_pass  # numba: only for a pass that pays
+
+    n = model.trial.steps
+    c = model.n_conf
+    index = {key: j for j, key in enumerate(kernels)}
+    kernel_of = np.array([index[model.step_key(step)] for step in range(n)], dtype=np.int64)
+    # Accepted correct from untainted states; accepted at all, from untainted or tainted ones
+    # (kernel.move is over (z, tainted2 * C + c2, k, tainted * C + c)); the shifts padded
+    # with zeros to blocks of four (the compiled loop's unit) past the kernel's own.
+    most = max(kernel.move.shape[2] for kernel in kernels.values())
+    padded = (len(kernels), n_z, c, 4 * -(-most // 4), c)
+    correct, accepted = np.zeros(padded), np.zeros(padded)
+    for j, kernel in enumerate(kernels.values()):
+        n_shift = kernel.move.shape[2]
+        correct[j, :, :, :n_shift] = kernel.move[:, :c, :, :c]
+        accepted[j, :, :, :n_shift] = kernel.move[:, c:, :, c:]
+    lost = np.stack([kernel.lost for kernel in kernels.values()])
+    lost = np.ascontiguousarray(np.moveaxis(lost.reshape(len(kernels), n_z, c, -1, 2), 4, 2))
+    checkpoint_after = np.array([step + 1 in model.positions for step in range(n)])
+    slot_position = np.array(sorted({0} | set(model.positions)), dtype=np.int64)
+    slot_at = np.full(n + 1, -1, dtype=np.int64)
+    slot_at[slot_position] = np.arange(slot_position.size)
+    result = np.zeros((5, n_z))
+    forward_pass(
+        kernel_of,
+        correct,
+        accepted,
+        lost,
+        checkpoint_after,
+        slot_at[seg_start[:n]],
+        slot_at,
+        slot_position,
+        np.ascontiguousarray(model.attempt_cost, dtype=float),
+        float(model.checkpoint_cost),
+        float(model.rollback_cost),
+        float(model.trial.false_alarm),
+        float(model.trial.detect),
+        int(model.trial.rollbacks),
+        2 if model.positions else 1,
+        result,
+    )
+    return result

@@ -12,6 +12,7 @@ from relsim.exact._chain import PRODUCT_LIMIT, DEFAULT_TOL
 from relsim.errors import invalid
 from relsim.limits import WorkEstimate
 from relsim.scenario import Scenario, as_scenario, trial_model
+from relsim.scenario.compiled import TrialModel
 
 __all__ = ["check_tol", "work_estimate"]
 
@@ -95,7 +96,11 @@ def work_estimate(
     >>> work_estimate(huge).memory > 100 * 2**30
     True
     """
-    m = trial_model(as_scenario(scenario))
+    return model_estimate(trial_model(as_scenario(scenario)), tol)
+
+
+def model_estimate(m: TrialModel, tol: float = DEFAULT_TOL) -> WorkEstimate:
+    """`work_estimate` of a compiled trial model (``evaluate`` reads it to choose its pass)."""
     n = m.steps
     cap, total = m.step_caps, m.binding_total
     positions = m.checkpoint_positions
