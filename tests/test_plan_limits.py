@@ -17,6 +17,9 @@ from relsim import plan as planner
 from relsim.cli import main
 from relsim.errors import RelsimError
 from relsim.plan import _common
+# Imported before any test patches _common.evaluate_design: a planner module that binds the
+# name at its first import would otherwise keep the patched function for the whole worker.
+from relsim.plan import allocate  # noqa: F401
 from relsim.scenario import Scenario
 
 BIG_CHAIN = {"steps": 100_000, "p": 0.99999, "target": 0.5, "verifier": {"miss": 0.01},
