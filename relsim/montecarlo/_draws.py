@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 
+import llvmlite.ir
 import numba
 import numpy as np
 from numba import types
@@ -181,6 +182,23 @@ def _bits_float(typingctx, bits):
     return types.float64(types.int64), codegen
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """:math:`a b + c` rounded once (LLVM's ``fma``: an instruction on a CPU with FMA, and
+    vectorized with the loop around it)."""
+    if not (a == b == c == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        double = args[0].type
+        fma = builder.module.declare_intrinsic(
+            "llvm.fma", [double], llvmlite.ir.FunctionType(double, [double] * 3)
+        )
+        return builder.call(fma, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
 _LOG2_E = 1.4426950408889634
 _LN2_HIGH = 6.93147180369123816490e-01  # ln 2 to 32 bits: k * _LN2_HIGH is exact
 _LN2_LOW = 1.90821492927058770002e-10  # the rest of ln 2
@@ -196,26 +214,27 @@ def _exp_nonpositive(y):
     r""":math:`e^y` for :math:`y \le 0` without a branch or a call, so that a loop of them
     runs in vector instructions (libm's ``exp`` is a call per value): :math:`y = k \ln 2 + r`
     with :math:`|r| \le \ln(2)/2` (Cody and Waite's two-part :math:`\ln 2`), :math:`e^r`
-    by its Taylor polynomial to degree 13, times :math:`2^k` built from its bits. Within 2
-    ulp of ``math.exp`` (the tests check it); below -708, where ``math.exp`` is subnormal or
+    by its Taylor polynomial to degree 13 (Horner's rule in fused multiply-adds), times
+    :math:`2^k` built from its bits. Within 2 ulp of ``math.exp`` (the tests check it); below -708, where ``math.exp`` is subnormal or
     0, it is 0 (a threshold on :math:`2^{32}` does not tell them apart).
     """
     low = y < -708.0
     y = max(y, -708.0)
     k = np.floor(y * _LOG2_E + 0.5)
     r = (y - k * _LN2_HIGH) - k * _LN2_LOW
-    term = _C13 * r + _C12
-    term = term * r + _C11
-    term = term * r + _C10
-    term = term * r + _C9
-    term = term * r + _C8
-    term = term * r + _C7
-    term = term * r + _C6
-    term = term * r + _C5
-    term = term * r + _C4
-    term = term * r + _C3
-    term = term * r + _C2
-    poly = 1.0 + r * (1.0 + r * term)
+    term = _fma(_C13, r, _C12)  # type: ignore[call-arg]
+    term = _fma(term, r, _C11)  # type: ignore[call-arg]
+    term = _fma(term, r, _C10)  # type: ignore[call-arg]
+    term = _fma(term, r, _C9)  # type: ignore[call-arg]
+    term = _fma(term, r, _C8)  # type: ignore[call-arg]
+    term = _fma(term, r, _C7)  # type: ignore[call-arg]
+    term = _fma(term, r, _C6)  # type: ignore[call-arg]
+    term = _fma(term, r, _C5)  # type: ignore[call-arg]
+    term = _fma(term, r, _C4)  # type: ignore[call-arg]
+    term = _fma(term, r, _C3)  # type: ignore[call-arg]
+    term = _fma(term, r, _C2)  # type: ignore[call-arg]
+    term = _fma(term, r, 1.0)  # type: ignore[call-arg]
+    poly = _fma(term, r, 1.0)  # type: ignore[call-arg]
     value = poly * _bits_float((np.int64(k) + 1023) << 52)  # type: ignore[call-arg]
     return 0.0 if low else value
 
