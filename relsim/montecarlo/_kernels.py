@@ -370,7 +370,7 @@ def _ziggurat_fast(x):
     return signed * _ZIG_WIDTH[layer], mantissa >= _ZIG_INNER[layer]
 
 
-@numba.njit(inline="always")
+@numba.njit(cache=True)
 def _normal_from(x, s0, s1, s2, s3):
     """The standard normal of the output ``x`` (``_draws._normal``), its rare cases drawing
     from the stream ``s0..s3``: (value, new state)."""
@@ -378,6 +378,65 @@ def _normal_from(x, s0, s1, s2, s3):
     if edge:
         return _normal_edge(x, s0, s1, s2, s3)
     return z, s0, s1, s2, s3
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _group_pass(s0, s1, s2, s3, raw, normals, needs_edge, task_effect, pre_p, pre, task_rows,
+                pre_steps, shifted_step, logit_p, miss, false_reject, task_sd, step_sd):
+    """``run_general``'s pass over a group of ``GENERAL_LANES`` trials (a function of its
+    own: the kernel's first compilation grows more than linearly with its size).
+
+    Steps the 16 streams ``s0..s3`` together to fill ``raw`` with one output per normal
+    (row 0 the task effects when ``task_rows`` is 1, then one row per step of the pass),
+    turns them into ``normals`` (the ziggurat's fast path without a branch; its rare cases
+    then in order, from the first stream stepped alone), the task effects into
+    ``task_effect``, and each shifted step's ``p`` and four-way thresholds into ``pre_p``
+    and ``pre``.
+    """
+    lanes_n = GENERAL_LANES
+    count = raw.shape[0]
+    for at in range(0, count, GENERATOR_LANES):
+        _step_lanes(s0, s1, s2, s3, raw, at)
+    for k in range(count):
+        z, edge = _ziggurat_fast(raw[k])
+        normals[k] = z
+        needs_edge[k] = edge
+    o0, o1, o2, o3 = s0[0], s1[0], s2[0], s3[0]
+    for k in range(count):  # 1.5% of them, in order
+        if needs_edge[k]:
+            normals[k], o0, o1, o2, o3 = _normal_edge(raw[k], o0, o1, o2, o3)
+    s0[0], s1[0], s2[0], s3[0] = o0, o1, o2, o3
+    if task_sd > 0.0:
+        for lane in range(lanes_n):
+            task_effect[lane] = task_sd * normals[lane]
+    for i in range(pre_steps):
+        if not shifted_step[i]:
+            continue
+        base = logit_p[i]
+        # (without a step effect, row 0: the task effect's normals, times 0)
+        row = (task_rows + i) * lanes_n if step_sd > 0.0 else 0
+        for lane in range(lanes_n):
+            pre_p[i, lane] = _expit_select(
+                base + (task_effect[lane] + step_sd * normals[row + lane]))
+        for lane in range(lanes_n):
+            t1, t2, t3 = _four_way(pre_p[i, lane], miss[i], false_reject[i])
+            pre[i, 0, lane] = t1
+            pre[i, 1, lane] = t2
+            pre[i, 2, lane] = t3
+
+
+# The general kernel's rare paths, called rather than inlined: each is compiled once, not
+# into every place that needs it (the kernel's first compilation stays short).
+@numba.njit(cache=True, error_model="numpy")
+def _shifted_p(logit_p, shift):
+    """``expit(logit_p + shift)``, as the group pass computes it."""
+    return _expit_select(logit_p + shift)
+
+
+@numba.njit(cache=True)
+def _four_way_call(pe, miss, false_reject):
+    """``_draws._four_way``."""
+    return _four_way(pe, miss, false_reject)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -471,9 +530,9 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
     pre_steps = min(steps, PRE_STEPS) if step_sd > 0.0 or task_sd > 0.0 else 0
     task_rows = 1 if task_sd > 0.0 else 0
     normal_rows = task_rows + (pre_steps if step_sd > 0.0 else 0)
-    raw = np.empty(max(normal_rows, 1) * lanes_n, dtype=np.uint64)
-    normals = np.empty(max(normal_rows, 1) * lanes_n)
-    needs_edge = np.empty(max(normal_rows, 1) * lanes_n, dtype=np.bool_)
+    raw = np.empty(normal_rows * lanes_n, dtype=np.uint64)
+    normals = np.empty(normal_rows * lanes_n)
+    needs_edge = np.empty(normal_rows * lanes_n, dtype=np.bool_)
     task_effect = np.zeros(lanes_n)
     # the first execution of step i: its shifted p and its (focused) thresholds
     pre_p = np.empty((max(pre_steps, 1), lanes_n))
@@ -505,37 +564,9 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
         while trial < n_trials and remaining > 0:
             # ---- the group pass: the same for every group, whichever of its trials count
             if normal_rows > 0:
-                for at in range(0, normal_rows * lanes_n, GENERATOR_LANES):
-                    _step_lanes(s0, s1, s2, s3, raw, at)
-                for k in range(normal_rows * lanes_n):
-                    z, edge = _ziggurat_fast(raw[k])
-                    normals[k] = z
-                    needs_edge[k] = edge
-                o0, o1, o2, o3 = s0[0], s1[0], s2[0], s3[0]
-                for k in range(normal_rows * lanes_n):  # 1.5% of them, in order
-                    if needs_edge[k]:
-                        normals[k], o0, o1, o2, o3 = _normal_edge(raw[k], o0, o1, o2, o3)
-                s0[0], s1[0], s2[0], s3[0] = o0, o1, o2, o3
-                if task_sd > 0.0:
-                    for lane in range(lanes_n):
-                        task_effect[lane] = task_sd * normals[lane]
-                for i in range(pre_steps):
-                    if not shifted_step[i]:
-                        continue
-                    base = logit_p[i]
-                    if step_sd > 0.0:
-                        row = (task_rows + i) * lanes_n
-                        for lane in range(lanes_n):
-                            pre_p[i, lane] = _expit_select(
-                                base + (task_effect[lane] + step_sd * normals[row + lane]))
-                    else:
-                        for lane in range(lanes_n):
-                            pre_p[i, lane] = _expit_select(base + task_effect[lane])
-                    for lane in range(lanes_n):
-                        t1, t2, t3 = _four_way(pre_p[i, lane], miss[i], false_reject[i])
-                        pre[i, 0, lane] = t1
-                        pre[i, 1, lane] = t2
-                        pre[i, 2, lane] = t3
+                _group_pass(s0, s1, s2, s3, raw, normals, needs_edge, task_effect, pre_p, pre,
+                            task_rows, pre_steps, shifted_step, logit_p, miss, false_reject,
+                            task_sd, step_sd)
             # ---- the trials, one by one
             lanes = min(lanes_n, n_trials - trial)
             # the first stream, stepped alone (the next group's pass steps all 16 again)
@@ -583,8 +614,8 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
                                 x, o0, o1, o2, o3 = _next(o0, o1, o2, o3)
                                 z, o0, o1, o2, o3 = _normal_from(x, o0, o1, o2, o3)
                                 shift += step_sd * z
-                            pe = _expit_select(logit_p[i] + shift)
-                            f1, f2, f3 = _four_way(pe, miss[i], false_reject[i])
+                            pe = _shifted_p(logit_p[i], shift)
+                            f1, f2, f3 = _four_way_call(pe, miss[i], false_reject[i])
                         c1, c2, c3 = f1, f2, f3
                         c_ready = not has_confusion
                     done_once = max(done_once, i + 1)
@@ -596,7 +627,7 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
                         attempts += 1
                         cost += step_cost
                         if confused and not c_ready:  # first confused at this p
-                            c1, c2, c3 = _four_way(pe * factor, miss[i], false_reject[i])
+                            c1, c2, c3 = _four_way_call(pe * factor, miss[i], false_reject[i])
                             c_ready = True
                         u = np.int64(x >> _SHIFT_32)
                         a1 = c1 if confused else f1
