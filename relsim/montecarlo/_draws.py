@@ -32,14 +32,16 @@ execution takes and how it ends (accepted right, accepted wrong, out of retries)
 once by inverting a small table per step (``execution_table``).
 
 Normals (the random effects) come from a 256-layer ziggurat (Marsaglia and Tsang), exact to
-the resolution of its 52-bit uniforms: see ``_normal``.
+the resolution of its 52-bit uniforms: see ``_normal``. The general kernel shifts ``p`` by
+them with ``_expit_select``, over an ``exp`` of its own (``_exp_nonpositive``, within 2 ulp
+of libm's) that vectorizes where libm's is a call per value; ``run_v2`` and the other
+engines' ``shift`` keep libm's ``_expit``.
 """
 
 from __future__ import annotations
 
 import math
 
-import llvmlite.ir
 import numba
 import numpy as np
 from numba import types
@@ -190,6 +192,8 @@ def _fma(typingctx, a, b, c):
         return None
 
     def codegen(context, builder, signature, args):
+        import llvmlite.ir  # type: ignore[import-untyped]  # (numba's code generator)
+
         double = args[0].type
         fma = builder.module.declare_intrinsic(
             "llvm.fma", [double], llvmlite.ir.FunctionType(double, [double] * 3)
@@ -222,20 +226,20 @@ def _exp_nonpositive(y):
     y = max(y, -708.0)
     k = np.floor(y * _LOG2_E + 0.5)
     r = (y - k * _LN2_HIGH) - k * _LN2_LOW
-    term = _fma(_C13, r, _C12)  # type: ignore[call-arg]
-    term = _fma(term, r, _C11)  # type: ignore[call-arg]
-    term = _fma(term, r, _C10)  # type: ignore[call-arg]
-    term = _fma(term, r, _C9)  # type: ignore[call-arg]
-    term = _fma(term, r, _C8)  # type: ignore[call-arg]
-    term = _fma(term, r, _C7)  # type: ignore[call-arg]
-    term = _fma(term, r, _C6)  # type: ignore[call-arg]
-    term = _fma(term, r, _C5)  # type: ignore[call-arg]
-    term = _fma(term, r, _C4)  # type: ignore[call-arg]
-    term = _fma(term, r, _C3)  # type: ignore[call-arg]
-    term = _fma(term, r, _C2)  # type: ignore[call-arg]
-    term = _fma(term, r, 1.0)  # type: ignore[call-arg]
-    poly = _fma(term, r, 1.0)  # type: ignore[call-arg]
-    value = poly * _bits_float((np.int64(k) + 1023) << 52)  # type: ignore[call-arg]
+    term: float = _fma(_C13, r, _C12)  # type: ignore[call-arg]
+    term = _fma(term, r, _C11)
+    term = _fma(term, r, _C10)
+    term = _fma(term, r, _C9)
+    term = _fma(term, r, _C8)
+    term = _fma(term, r, _C7)
+    term = _fma(term, r, _C6)
+    term = _fma(term, r, _C5)
+    term = _fma(term, r, _C4)
+    term = _fma(term, r, _C3)
+    term = _fma(term, r, _C2)
+    term = _fma(term, r, 1.0)
+    poly = _fma(term, r, 1.0)
+    value = poly * _bits_float((np.int64(k) + 1023) << 52)
     return 0.0 if low else value
 
 
