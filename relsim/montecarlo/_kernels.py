@@ -380,11 +380,11 @@ def _normal_from(x, s0, s1, s2, s3):
     return z, s0, s1, s2, s3
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always")
 def _group_pass(s0, s1, s2, s3, raw, normals, needs_edge, task_effect, pre_p, pre, task_rows,
                 pre_steps, shifted_step, logit_p, miss, false_reject, task_sd, step_sd):
-    """``run_general``'s pass over a group of ``GENERAL_LANES`` trials (a function of its
-    own: the kernel's first compilation grows more than linearly with its size).
+    """``run_general``'s pass over a group of ``GENERAL_LANES`` trials (inlined: called, it
+    made R7 10% slower, for no shorter a first compilation).
 
     Steps the 16 streams ``s0..s3`` together to fill ``raw`` with one output per normal
     (row 0 the task effects when ``task_rows`` is 1, then one row per step of the pass),
