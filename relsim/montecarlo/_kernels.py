@@ -68,8 +68,8 @@ FAST_COLUMNS = 8
 #: normals and computes their shifted thresholds before the trials run one by one.
 GENERAL_LANES = 32
 
-#: Steps whose first execution's thresholds the general kernel's group pass computes (it
-#: keeps 6 per step and trial); a later step computes its own in the trial.
+#: Steps whose first execution's shifted p and thresholds the general kernel's group pass
+#: computes (4 numbers per step and trial); a later step computes its own in the trial.
 PRE_STEPS = 64
 
 # Word w of the first stream of a block's generator (the general kernel's) is at
