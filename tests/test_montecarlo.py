@@ -365,6 +365,67 @@ def test_structural_zeros_of_the_four_way_draw():
     assert t(0.3, 1.0, 0.5)[2] == full
 
 
+# ------------------------------------------------------------ the general kernel's group pass
+# run_general draws a group's random effects and computes their shifted thresholds before
+# its trials run: a first execution reads them from that pass, a re-execution after a
+# rollback draws its own effect, a step past PRE_STEPS computes its own, a task effect alone
+# is the pass's for every execution. Each of these paths is held to the exact engine.
+GROUP_PASS = {
+    # rollbacks re-execute steps (fresh step effects), confusion at a shifted p
+    "rollbacks": {
+        "steps": 4, "p": [0.7, 0.9, 0.6, 0.8], "verifier": {"miss": 0.4, "false_reject": 0.1},
+        "retries": {"per_step": 1, "total": 3},
+        "checkpoints": {"every": 2, "detect": 0.9, "false_alarm": 0.05, "rollbacks": 3},
+        "correlation": {"task_sd": 0.5, "step_sd": 1.0,
+                        "confusion": {"enter": 0.5, "recover": 0.3, "factor": 0.6}},
+        "cost": {"attempt": [1, 2, 1, 3], "verify": 0.25, "checkpoint": 0.5, "rollback": 1.5},
+    },
+    # 70 steps: past the pass's 64, with re-executions on both sides of it
+    "long": {
+        "steps": 70, "p": 0.97, "verifier": {"miss": 0.3}, "retries": {"per_step": 2},
+        "checkpoints": {"every": 10, "detect": 0.9, "rollbacks": 2},
+        "correlation": {"task_sd": 0.5, "step_sd": 0.7},
+    },
+    # a task effect alone: every execution of a step at the trial's shift
+    "long, task effect": {
+        "steps": 70, "p": 0.97, "verifier": {"miss": 0.3}, "retries": {"per_step": 2},
+        "checkpoints": {"every": 10, "detect": 0.9, "rollbacks": 2},
+        "correlation": {"task_sd": 0.8},
+    },
+}
+
+
+def group_pass_scores(data: dict, truth: dict, trials: int) -> dict[str, float]:
+    exact = relsim.evaluate(Scenario.from_dict(truth))
+    expected = {key: getattr(exact, key) for key in KEYS}
+    expected["cost_per_success"] = exact.cost_per_success
+    return z_scores(simulate(data, trials, seed=17), expected)
+
+
+@pytest.mark.parametrize("name", sorted(GROUP_PASS))
+def test_general_kernels_group_pass_agrees_with_the_exact_engine(name):
+    data = GROUP_PASS[name]
+    assert not _inputs.kernel_input(trial_model(Scenario.from_dict(data))).exact
+    scores = group_pass_scores(data, data, 120_000 if name == "rollbacks" else 40_000)
+    assert max(abs(z) for z in scores.values()) < 5, scores
+
+
+@pytest.mark.parametrize(
+    "name, wrong",
+    [
+        # the same checks tell a spread a fifth smaller apart
+        ("rollbacks", {"correlation": {"task_sd": 0.5, "step_sd": 0.8, "confusion": {
+            "enter": 0.5, "recover": 0.3, "factor": 0.6}}}),
+        ("long", {"correlation": {"task_sd": 0.5, "step_sd": 0.55}}),
+        ("long, task effect", {"correlation": {"task_sd": 0.65}}),
+    ],
+)
+def test_negative_control_the_group_pass_check_catches_another_spread(name, wrong):
+    data = GROUP_PASS[name]
+    scores = group_pass_scores(data, {**data, **wrong}, 120_000 if name == "rollbacks" else 40_000)
+    assert max(abs(z) for z in scores.values()) > 5, scores
+
+
 # ---------------------------------------------------------------------------- reproducibility
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["R2", "R7"])
@@ -422,8 +483,8 @@ def test_a_kernel_told_to_stop_returns_after_one_slice_with_the_trials_it_did(ex
     result = kernel.run(np.random.SeedSequence(1), range(2), 2 * BLOCK_TRIALS, record, stop)
     tally = kernel.tally().add(result)
     # a slice of 1000 attempts at 25 attempts a trial: 40 trials, then the stop is seen (the
-    # fast kernel runs whole groups of 64 trials side by side)
-    assert tally.trials == (64 if exact else 40)
+    # kernels run whole groups of trials side by side: 64 in the fast one, 2 x 32 here)
+    assert tally.trials == 64
     assert (record.outcome[: tally.trials] >= 0).all()
     assert (record.outcome[tally.trials :] < 0).all()
 

@@ -15,7 +15,9 @@ Two kernels:
   inverted through the step's table, the counting done for the 64 at once (numba vectorizes
   it); a trial that runs out of retries, needs a longer execution than the vector pass counts,
   or meets the task-wide budget is replayed one execution at a time from the same uniforms.
-- ``run_general``, for everything else: the pseudo-code line by line, one draw per attempt.
+- ``run_general``, for everything else: the pseudo-code line by line, one draw per attempt,
+  after a pass over 32 trials at once that draws their random effects and computes their
+  shifted thresholds.
 
 Scenarios with section 8's tables run on a third kernel, ``_kernel_v2.run_v2``, so that these
 two keep their trials and their speed.
@@ -29,12 +31,19 @@ from numba import types
 from numba.extending import intrinsic
 
 from relsim.montecarlo._draws import (
+    _LOW_8,
     _LOW_32,
+    _LOW_52,
+    _ONE,
+    _SHIFT_8,
+    _SHIFT_9,
     _SHIFT_32,
-    _expit,
+    _ZIG_INNER,
+    _ZIG_WIDTH,
+    _expit_select,
     _four_way,
     _next,
-    _normal,
+    _normal_edge,
     _step_lanes,
     _uniform32,
     execution_table,
@@ -54,6 +63,14 @@ LANES = 64
 #: The most attempts of one execution that the fast kernel's vector pass counts; a trial with
 #: a longer execution is replayed execution by execution.
 FAST_COLUMNS = 8
+
+#: Trials the general kernel runs side by side (a group): a pass over the group draws their
+#: normals and computes their shifted thresholds before the trials run one by one.
+GENERAL_LANES = 32
+
+#: Steps whose first execution's shifted p and thresholds the general kernel's group pass
+#: computes (4 numbers per step and trial); a later step computes its own in the trial.
+PRE_STEPS = 64
 
 # Word w of the first stream of a block's generator (the general kernel's) is at
 # state[block, w * GENERATOR_LANES].
@@ -342,28 +359,114 @@ def run_simple(streams, block_trials, design, counts_by_attempts, record, budget
     return True
 
 
+@numba.njit(inline="always")
+def _ziggurat_fast(x):
+    """The ziggurat's candidate for the output ``x`` and whether it needs ``_normal_edge``
+    (1.5% of the draws): ``_draws._normal`` without its branch."""
+    layer = np.intp(x & _LOW_8)
+    mantissa = np.int64((x >> _SHIFT_9) & _LOW_52)
+    negative = np.int64((x >> _SHIFT_8) & _ONE)
+    signed = (mantissa ^ -negative) + negative  # -mantissa when negative
+    return signed * _ZIG_WIDTH[layer], mantissa >= _ZIG_INNER[layer]
+
+
+@numba.njit(cache=True)
+def _normal_from(x, s0, s1, s2, s3):
+    """The standard normal of the output ``x`` (``_draws._normal``), its rare cases drawing
+    from the stream ``s0..s3``: (value, new state)."""
+    z, edge = _ziggurat_fast(x)
+    if edge:
+        return _normal_edge(x, s0, s1, s2, s3)
+    return z, s0, s1, s2, s3
+
+
+@numba.njit(inline="always")
+def _group_pass(s0, s1, s2, s3, raw, normals, needs_edge, task_effect, pre_p, pre, task_rows,
+                pre_steps, shifted_step, logit_p, miss, false_reject, task_sd, step_sd):
+    """``run_general``'s pass over a group of ``GENERAL_LANES`` trials (inlined: called, it
+    made R7 10% slower, for no shorter a first compilation).
+
+    Steps the 16 streams ``s0..s3`` together to fill ``raw`` with one output per normal
+    (row 0 the task effects when ``task_rows`` is 1, then one row per step of the pass),
+    turns them into ``normals`` (the ziggurat's fast path without a branch; its rare cases
+    then in order, from the first stream stepped alone), the task effects into
+    ``task_effect``, and each shifted step's ``p`` and four-way thresholds into ``pre_p``
+    and ``pre``.
+    """
+    lanes_n = GENERAL_LANES
+    count = raw.shape[0]
+    for at in range(0, count, GENERATOR_LANES):
+        _step_lanes(s0, s1, s2, s3, raw, at)
+    for k in range(count):
+        z, edge = _ziggurat_fast(raw[k])
+        normals[k] = z
+        needs_edge[k] = edge
+    o0, o1, o2, o3 = s0[0], s1[0], s2[0], s3[0]
+    for k in range(count):  # 1.5% of them, in order
+        if needs_edge[k]:
+            normals[k], o0, o1, o2, o3 = _normal_edge(raw[k], o0, o1, o2, o3)
+    s0[0], s1[0], s2[0], s3[0] = o0, o1, o2, o3
+    if task_sd > 0.0:
+        for lane in range(lanes_n):
+            task_effect[lane] = task_sd * normals[lane]
+    for i in range(pre_steps):
+        if not shifted_step[i]:
+            continue
+        base = logit_p[i]
+        # (without a step effect, row 0: the task effect's normals, times 0)
+        row = (task_rows + i) * lanes_n if step_sd > 0.0 else 0
+        for lane in range(lanes_n):
+            pre_p[i, lane] = _expit_select(
+                base + (task_effect[lane] + step_sd * normals[row + lane]))
+        for lane in range(lanes_n):
+            t1, t2, t3 = _four_way(pre_p[i, lane], miss[i], false_reject[i])
+            pre[i, 0, lane] = t1
+            pre[i, 1, lane] = t2
+            pre[i, 2, lane] = t3
+
+
+# The general kernel's rare paths, called rather than inlined: each is compiled once, not
+# into every place that needs it (the kernel's first compilation stays short).
+@numba.njit(cache=True, error_model="numpy")
+def _shifted_p(logit_p, shift):
+    """``expit(logit_p + shift)``, as the group pass computes it."""
+    return _expit_select(logit_p + shift)
+
+
+@numba.njit(cache=True)
+def _four_way_call(pe, miss, false_reject):
+    """``_draws._four_way``."""
+    return _four_way(pe, miss, false_reject)
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, record, budget):
-    r"""Trials of any scenario: docs/model.md section 3's pseudo-code, line by line.
+    r"""Trials of any scenario: docs/model.md section 3's pseudo-code, one draw per attempt.
 
-    It draws from the first stream of each block's generator. Draw order within a trial: the
-    task effect (when ``task_sd > 0``); for each execution of a step, its step effect (when
-    ``step_sd > 0``); for each attempt one 64-bit output, whose top half draws the joint
-    outcome (``_draws._four_way``) and whose bottom half the confusion transition (used when
-    one is possible); at a checkpoint, the top half of one output for the check. Every
-    probability is resolved to within :math:`2^{-32}`. Normals come from the ziggurat
-    (``_draws._normal``), one output each but for about 2 in 100.
+    Trials run in groups of ``GENERAL_LANES`` (32). A group pass first does for the 32 at
+    once what does not depend on a trial's path: it steps the 16 streams of the block's
+    generator together to draw each trial's task effect and the step effect of the first
+    execution of each of its first ``PRE_STEPS`` steps (the ziggurat's fast path without a
+    branch, then its rare cases in order), and computes each trial's shifted ``p`` for
+    those executions (``_draws._expit_select``: no call, so the loop is vectorized) and
+    their four-way thresholds. Then the trials run one by one, the pseudo-code line by
+    line, from the generator's first stream stepped alone: the first execution of a step
+    reads its ``p`` and thresholds from the pass; a later one (after a rollback) draws a
+    fresh step effect and computes its own (with a task effect alone, the trial's shift is
+    the pass's). Each attempt takes one 64-bit output: its top half draws the joint
+    outcome, its bottom half the confusion transition; a check takes the top half of one
+    (none when its chance is 0). The confused agent's thresholds are computed once it is
+    confused at that ``p``. Every probability is resolved to within :math:`2^{-32}`.
 
-    The thresholds of a shifted ``p`` are computed once per distinct shifted value: for each
-    execution when it has a step effect (an ``exp``, no transcendental function per attempt),
-    and with a task effect alone once per trial for each step (kept in a cache that the next
-    trial invalidates); the confused agent's thresholds only once it is confused at that
-    value. An attempt's outcome and the confusion transition are computed without branches
-    on the draws (a mispredicted branch costs more than the arithmetic).
+    Each step execution's effect is a fresh normal (a first execution's from the pass, used
+    once, whatever the trial's path), and every draw is used once: the distribution is
+    section 3's. The pass draws for all 32 trials of a group, counted or not, so the trials
+    do not depend on how many a call runs.
 
-    Like ``run_simple`` it runs a bounded slice (``budget`` trials) and resumes each block
-    where ``streams`` says it stands; a block's sums are kept in ``sums`` between slices and
-    continued in the same order, so they do not depend on where the slices fall.
+    Like ``run_simple`` it runs a bounded slice (``budget`` trials, whole groups) and
+    resumes each block where ``streams`` says it stands; a block's sums are kept in ``sums``
+    between slices and continued in the same order, so they do not depend on where the
+    slices fall.
 
     Parameters
     ----------
@@ -392,16 +495,18 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
     total_retries = design.total_retries
     attempt_cost = design.attempt_cost
     is_checkpoint = design.is_checkpoint
-    detect_threshold = threshold(design.detect)
-    false_alarm_threshold = threshold(design.false_alarm)
+    # Thresholds chosen by a state are read from small arrays, not selected between two
+    # scalars: LLVM would move the threshold's arithmetic past such a select, into the loop.
+    check_level = np.empty(2, dtype=np.int64)  # [seg_tainted]: a check catches the segment
+    check_level[0] = threshold(design.false_alarm)
+    check_level[1] = threshold(design.detect)
     rollbacks = design.rollbacks
     checkpoint_cost = design.checkpoint_cost
     rollback_cost = design.rollback_cost
     has_confusion = design.has_confusion
-    # the chance to change state after an attempt: [0] focused -> confused, [1] back
-    transition = np.empty(2, dtype=np.int64)
-    transition[0] = threshold(design.enter)
-    transition[1] = threshold(design.recover)
+    transition = np.empty(2, dtype=np.int64)  # [confused]: the chance to change state
+    transition[0] = threshold(design.enter)  # focused -> confused after a wrong attempt
+    transition[1] = threshold(design.recover)  # confused -> focused after a right one
     factor = design.factor
     task_sd = design.task_sd
     step_sd = design.step_sd
@@ -416,30 +521,36 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
     attempts_highs = attempts_hist.highs
     record_rows = record.outcome.shape[0]
     steps = logit_p.shape[0]
-    # The thresholds of each step's current execution, focused [i, 0] and confused [i, 1]
-    # (the latter computed when first needed: confused_ready[i]): fixed for a step without
-    # random effects or with a p of 0 or 1 (which shift() keeps), else recomputed for each
-    # execution, or with a task effect alone once per trial (kept while shifted_at[i] ==
-    # trial_stamp). One array throughout: numba counts references on an array variable
-    # that is reassigned in a loop.
-    thresholds = _fixed_thresholds(design)
-    shifted = np.empty(steps)
-    confused_ready = np.empty(steps, dtype=np.bool_)
-    shifted_at = np.empty(steps, dtype=np.int64)
+    lanes_n = GENERAL_LANES
+    fixed = _fixed_thresholds(design)
+    # A step whose p an effect shifts (p of 0 or 1 stays): its thresholds come from the pass.
+    shifted_step = np.empty(steps, dtype=np.bool_)
     for i in range(steps):
-        confused_ready[i] = True
-        shifted_at[i] = -1
-    trial_stamp = 0
+        shifted_step[i] = not p_is_fixed[i] and (task_sd > 0.0 or step_sd > 0.0)
+    pre_steps = min(steps, PRE_STEPS) if step_sd > 0.0 or task_sd > 0.0 else 0
+    task_rows = 1 if task_sd > 0.0 else 0
+    normal_rows = task_rows + (pre_steps if step_sd > 0.0 else 0)
+    raw = np.empty(normal_rows * lanes_n, dtype=np.uint64)
+    normals = np.empty(normal_rows * lanes_n)
+    needs_edge = np.empty(normal_rows * lanes_n, dtype=np.bool_)
+    task_effect = np.zeros(lanes_n)
+    # the first execution of step i: its shifted p and its (focused) thresholds
+    pre_p = np.empty((max(pre_steps, 1), lanes_n))
+    pre = np.empty((max(pre_steps, 1), 3, lanes_n), dtype=np.int64)
+    s0 = np.empty(GENERATOR_LANES, dtype=np.uint64)
+    s1 = np.empty(GENERATOR_LANES, dtype=np.uint64)
+    s2 = np.empty(GENERATOR_LANES, dtype=np.uint64)
+    s3 = np.empty(GENERATOR_LANES, dtype=np.uint64)
     remaining = budget
     first_row = 0  # the record row of the block's first trial
     for block in range(block_trials.shape[0]):
         n_trials = block_trials[block]
-        start = streams.done[block]
-        end = min(n_trials, start + remaining)
-        s0 = streams.state[block, _W0]
-        s1 = streams.state[block, _W1]
-        s2 = streams.state[block, _W2]
-        s3 = streams.state[block, _W3]
+        trial = streams.done[block]
+        for lane in range(GENERATOR_LANES):
+            s0[lane] = streams.state[block, _W0 + lane]
+            s1[lane] = streams.state[block, _W1 + lane]
+            s2[lane] = streams.state[block, _W2 + lane]
+            s3[lane] = streams.state[block, _W3 + lane]
         # the block's sums, kept in registers and stored when the slice or the block ends
         n_success = sums.success[block]
         n_silent = sums.silent_failure[block]
@@ -450,127 +561,158 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
         sum_cost_sq = sums.cost_sq[block]
         sum_cost_success = sums.cost_success[block]
         sum_cost_silent = sums.cost_silent[block]
-        for trial in range(start, end):
-            task_effect = 0.0
-            if task_sd > 0.0:
-                z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
-                task_effect = task_sd * z
-            trial_stamp += 1  # the thresholds kept from the last trial's shift are stale
-            i = 0
-            seg_start = 0
-            seg_tainted = False
-            doomed = False
-            confused = False
-            retries_used = 0
-            rollbacks_used = 0
-            attempts = 0
-            cost = 0.0
-            first_wrong = -1
-            caught_at = -1
-            stopped_at = -1
-            outcome = SUCCESS
-            while True:
-                if i == steps:
-                    outcome = SILENT_FAILURE if (seg_tainted or doomed) else SUCCESS
-                    break
-                shifted_here = not p_is_fixed[i] and (task_sd > 0.0 or step_sd > 0.0)
-                if shifted_here and (step_sd > 0.0 or shifted_at[i] != trial_stamp):
-                    shift = task_effect
-                    if step_sd > 0.0:  # a p of its own for this execution
-                        z, s0, s1, s2, s3 = _normal(s0, s1, s2, s3)
-                        shift += step_sd * z
-                    shifted[i] = _expit(logit_p[i] + shift)
-                    t1, t2, t3 = _four_way(shifted[i], miss[i], false_reject[i])
-                    thresholds[i, 0, 0] = t1
-                    thresholds[i, 0, 1] = t2
-                    thresholds[i, 0, 2] = t3
-                    confused_ready[i] = False
-                    shifted_at[i] = trial_stamp
-                step_cost = attempt_cost[i]
-                retry_cap = per_step[i]
-                retries_here = 0
+        while trial < n_trials and remaining > 0:
+            # ---- the group pass: the same for every group, whichever of its trials count
+            if normal_rows > 0:
+                _group_pass(s0, s1, s2, s3, raw, normals, needs_edge, task_effect, pre_p, pre,
+                            task_rows, pre_steps, shifted_step, logit_p, miss, false_reject,
+                            task_sd, step_sd)
+            # ---- the trials, one by one
+            lanes = min(lanes_n, n_trials - trial)
+            # the first stream, stepped alone (the next group's pass steps all 16 again)
+            o0, o1, o2, o3 = s0[0], s1[0], s2[0], s3[0]
+            for lane in range(lanes):
+                effect = task_effect[lane]
+                i = 0
+                seg_start = 0
+                done_once = 0  # steps 0 .. done_once - 1 have been executed
+                seg_tainted = False
+                doomed = False
+                confused = False
+                retries_used = 0
+                rollbacks_used = 0
+                attempts = 0
+                cost = 0.0
+                first_wrong = -1
+                caught_at = -1
+                stopped_at = -1
+                outcome = SUCCESS
                 while True:
-                    x, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
-                    attempts += 1
-                    cost += step_cost
-                    if confused and not confused_ready[i]:  # first confused at this p
-                        t1, t2, t3 = _four_way(shifted[i] * factor, miss[i], false_reject[i])
-                        thresholds[i, 1, 0] = t1
-                        thresholds[i, 1, 1] = t2
-                        thresholds[i, 1, 2] = t3
-                        confused_ready[i] = True
-                    state = 1 if confused else 0
-                    u = np.int64(x >> _SHIFT_32)
-                    accepted = u < thresholds[i, state, 1]
-                    correct = (u < thresholds[i, state, 0]) | (
-                        (u >= thresholds[i, state, 1]) & (u < thresholds[i, state, 2]))
-                    if has_confusion:
-                        # focused and wrong: enters with chance `enter`; confused and right:
-                        # recovers with chance `recover`
-                        confused ^= (confused == correct) & (
-                            np.int64(x & _LOW_32) < transition[state])
-                    if accepted:
-                        if not correct:
-                            seg_tainted = True
-                            if first_wrong < 0:
-                                first_wrong = i + 1
-                        i += 1
+                    if i == steps:
+                        outcome = SILENT_FAILURE if (seg_tainted or doomed) else SUCCESS
                         break
-                    if retries_here < retry_cap and retries_used < total_retries:
-                        retries_here += 1
-                        retries_used += 1
-                        continue
-                    stopped_at = i + 1
-                    break
-                if stopped_at >= 0:
-                    outcome = DETECTED_FAILURE
-                    break
-                if is_checkpoint[i]:
-                    cost += checkpoint_cost
-                    x, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
-                    level = detect_threshold if seg_tainted else false_alarm_threshold
-                    if np.int64(x >> _SHIFT_32) < level:
-                        if seg_tainted and caught_at < 0:
-                            caught_at = i
-                        if rollbacks_used == rollbacks:
-                            outcome = DETECTED_FAILURE
-                            stopped_at = i
+                    # this execution's thresholds, focused (f) and confused (c: computed
+                    # once the agent is confused here, c_ready)
+                    pe = 0.0
+                    if not shifted_step[i]:
+                        f1 = fixed[i, 0, 0]
+                        f2 = fixed[i, 0, 1]
+                        f3 = fixed[i, 0, 2]
+                        c1 = fixed[i, 1, 0]
+                        c2 = fixed[i, 1, 1]
+                        c3 = fixed[i, 1, 2]
+                        c_ready = True
+                    else:
+                        if i < pre_steps and (i >= done_once or step_sd == 0.0):
+                            pe = pre_p[i, lane]
+                            f1 = pre[i, 0, lane]
+                            f2 = pre[i, 1, lane]
+                            f3 = pre[i, 2, lane]
+                        else:  # a fresh effect for this execution, or a step past the pass
+                            shift = effect
+                            if step_sd > 0.0:
+                                x, o0, o1, o2, o3 = _next(o0, o1, o2, o3)
+                                z, o0, o1, o2, o3 = _normal_from(x, o0, o1, o2, o3)
+                                shift += step_sd * z
+                            pe = _shifted_p(logit_p[i], shift)
+                            f1, f2, f3 = _four_way_call(pe, miss[i], false_reject[i])
+                        c1, c2, c3 = f1, f2, f3
+                        c_ready = not has_confusion
+                    done_once = max(done_once, i + 1)
+                    step_cost = attempt_cost[i]
+                    retry_cap = per_step[i]
+                    retries_here = 0
+                    while True:
+                        x, o0, o1, o2, o3 = _next(o0, o1, o2, o3)
+                        attempts += 1
+                        cost += step_cost
+                        if confused and not c_ready:  # first confused at this p
+                            c1, c2, c3 = _four_way_call(pe * factor, miss[i], false_reject[i])
+                            c_ready = True
+                        u = np.int64(x >> _SHIFT_32)
+                        a1 = c1 if confused else f1
+                        a2 = c2 if confused else f2
+                        a3 = c3 if confused else f3
+                        accepted = u < a2
+                        correct = (u < a1) | ((u >= a2) & (u < a3))
+                        if has_confusion:
+                            # focused and wrong: enters with chance `enter`; confused and
+                            # right: recovers with chance `recover`
+                            level = transition[np.intp(confused)]
+                            confused ^= (confused == correct) & (np.int64(x & _LOW_32) < level)
+                        if accepted:
+                            if not correct:
+                                seg_tainted = True
+                                if first_wrong < 0:
+                                    first_wrong = i + 1
+                            i += 1
                             break
-                        rollbacks_used += 1
-                        cost += rollback_cost
-                        i = seg_start
+                        if retries_here < retry_cap and retries_used < total_retries:
+                            retries_here += 1
+                            retries_used += 1
+                            continue
+                        stopped_at = i + 1
+                        break
+                    if stopped_at >= 0:
+                        outcome = DETECTED_FAILURE
+                        break
+                    if is_checkpoint[i]:
+                        cost += checkpoint_cost
+                        level = check_level[np.intp(seg_tainted)]
+                        caught = False
+                        if level > 0:  # (a chance of 0 needs no draw)
+                            x, o0, o1, o2, o3 = _next(o0, o1, o2, o3)
+                            caught = np.int64(x >> _SHIFT_32) < level
+                        if caught:
+                            if seg_tainted and caught_at < 0:
+                                caught_at = i
+                            if rollbacks_used == rollbacks:
+                                outcome = DETECTED_FAILURE
+                                stopped_at = i
+                                break
+                            rollbacks_used += 1
+                            cost += rollback_cost
+                            i = seg_start
+                            seg_tainted = False
+                            confused = False
+                            continue
+                        if seg_tainted:
+                            doomed = True
                         seg_tainted = False
-                        confused = False
-                        continue
-                    if seg_tainted:
-                        doomed = True
-                    seg_tainted = False
-                    seg_start = i
-            if outcome == SUCCESS:
-                n_success += 1
-            elif outcome == SILENT_FAILURE:
-                n_silent += 1
-            else:
-                n_detected += 1
-            sum_attempts += attempts
-            d = attempts - attempts_shift
-            sum_attempts_sq += d * d
-            d = cost - cost_shift
-            sum_cost += d
-            sum_cost_sq += d * d
-            if outcome == SUCCESS:
-                sum_cost_success += d
-            elif outcome == SILENT_FAILURE:  # with the success's: the utility's error
-                sum_cost_silent += d
-            _hist_add(cost_counts, cost_lows, cost_highs, cost_offset, mantissa_drop, cost)
-            _hist_add(attempts_counts, attempts_lows, attempts_highs, attempts_offset,
-                      mantissa_drop, float(attempts))
-            row = first_row + trial
-            if row < record_rows:
-                _record(record, row, outcome, attempts, cost, retries_used, rollbacks_used,
-                        first_wrong, caught_at, stopped_at)
-        _save_stream(streams, block, s0, s1, s2, s3, end)
-        sums.trials[block] = end
+                        seg_start = i
+                if outcome == SUCCESS:
+                    n_success += 1
+                elif outcome == SILENT_FAILURE:
+                    n_silent += 1
+                else:
+                    n_detected += 1
+                sum_attempts += attempts
+                d = attempts - attempts_shift
+                sum_attempts_sq += d * d
+                d = cost - cost_shift
+                sum_cost += d
+                sum_cost_sq += d * d
+                if outcome == SUCCESS:
+                    sum_cost_success += d
+                elif outcome == SILENT_FAILURE:  # with the success's: the utility's error
+                    sum_cost_silent += d
+                _hist_add(cost_counts, cost_lows, cost_highs, cost_offset, mantissa_drop, cost)
+                _hist_add(attempts_counts, attempts_lows, attempts_highs, attempts_offset,
+                          mantissa_drop, float(attempts))
+                row = first_row + trial + lane
+                if row < record_rows:
+                    _record(record, row, outcome, attempts, cost, retries_used,
+                            rollbacks_used, first_wrong, caught_at, stopped_at)
+            s0[0], s1[0], s2[0], s3[0] = o0, o1, o2, o3
+            trial += lanes
+            remaining -= lanes
+        for lane in range(GENERATOR_LANES):
+            streams.state[block, _W0 + lane] = s0[lane]
+            streams.state[block, _W1 + lane] = s1[lane]
+            streams.state[block, _W2 + lane] = s2[lane]
+            streams.state[block, _W3 + lane] = s3[lane]
+        streams.done[block] = trial
+        sums.trials[block] = trial
         sums.success[block] = n_success
         sums.silent_failure[block] = n_silent
         sums.detected_failure[block] = n_detected
@@ -580,8 +722,7 @@ def run_general(streams, block_trials, design, sums, cost_hist, attempts_hist, r
         sums.cost_sq[block] = sum_cost_sq
         sums.cost_success[block] = sum_cost_success
         sums.cost_silent[block] = sum_cost_silent
-        remaining -= end - start
         first_row += n_trials
-        if remaining == 0:
-            return end == n_trials and block + 1 == block_trials.shape[0]
+        if remaining <= 0:
+            return trial == n_trials and block + 1 == block_trials.shape[0]
     return True
