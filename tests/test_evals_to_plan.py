@@ -18,7 +18,6 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 import relsim
 from relsim import formulas

@@ -17,7 +17,6 @@ from typing import Any
 
 from relsim.cli import _args
 from relsim.cli._args import EXIT_OK, finite_float, nonnegative_int, print_json, target
-from relsim.errors import RelsimError
 
 # relsim.evalstats.difficulty's MIN_DRAWS and MAX_DRAWS, repeated because building the parser
 # must not import numpy (tests/test_difficulty.py holds them together)

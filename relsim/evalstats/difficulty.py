@@ -23,12 +23,12 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from relsim._running import check_seed
-from relsim.errors import RelsimError, invalid, show
+from relsim.errors import invalid
 from relsim.evalstats._common import TrialDataError, check_confidence, is_count
 from relsim.results import jsonable, one_row
 
@@ -220,9 +220,9 @@ class DifficultyFit:
 
         ``steps = 1``, ``[[classes]]`` from :meth:`classes` (a trial draws a task, then its
         attempts succeed with that task's p), ``[retries] per_step = retries`` (a retry runs
-        the task again) and a ``[verifier]``: the one given, or one from an audit (its file, the mapping of
-        ``relsim audit --json`` or a ``GraderAudit``, read by :func:`verifier_from_audit` at
-        ``at``), or by default a perfect one: the harness's own success check, taken as the
+        the task again) and a ``[verifier]``: the one given, or one from an audit (its file,
+        the mapping of ``relsim audit --json`` or a ``GraderAudit``, read by
+        :func:`verifier_from_audit` at ``at``), or by default a perfect one: the harness's own success check, taken as the
         truth (so that with ``retries = r`` the scenario's success is the fit's pass@(r+1)).
 
         The classes' p is the per-trial success the harness recorded. When that success came
