@@ -57,10 +57,29 @@ class RateGate:
 
     # ------------------------------------------------------------------ public
     def take(self, tokens: float) -> Any:
-        self._refill()
-        if not self._queue and self._enough(tokens):
-            self._consume(tokens)
-            return None
+        # runs at every LLM call: _refill, _enough and _consume written out for the call that
+        # finds no queue (the same arithmetic, so the same levels to the last bit)
+        now = self.env.now
+        elapsed = now - self._last
+        if elapsed > 0.0:
+            for b in self._buckets:
+                level = b.level + elapsed * b.rate
+                b.level = level if level < b.capacity else b.capacity
+            self._last = now
+        if not self._queue:
+            calls, tok = self.calls, self.tokens
+            if (calls is None or calls.level >= 1.0 - calls.slack) and (
+                    tok is None or tok.level >= tokens - tok.slack):
+                if now >= self.window:
+                    self.spent_calls += 1
+                    self.spent_tokens += tokens
+                if calls is not None:
+                    level = calls.level - 1.0
+                    calls.level = level if level > 0.0 else 0.0
+                if tok is not None:
+                    level = tok.level - tokens
+                    tok.level = level if level > 0.0 else 0.0
+                return None
         event = self.env.event()
         self._queue.append([event, tokens, True])
         if len(self._queue) == 1:

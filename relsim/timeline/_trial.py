@@ -237,7 +237,11 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
     ``charge`` (an attempt's cost) is booked with the attempt when the call starts, after
     the waits: a trial stopped while it queues has not made that attempt. ``count`` is the
     attempts the call books with it (0 for the second and later of parallel samples), and
-    ``wait`` the timed action (one of parallel calls reports to its group)."""
+    ``wait`` the timed action (one of parallel calls reports to its group).
+
+    This runs at every LLM call, so it is :func:`_hold` written out for the ``"llm"`` pool
+    (the same waits, tallies and log, in the same order: the same events): no closure per
+    call, no tally looked up by name, no generator in between."""
     log = trial.log
     gate = fleet.gate
     if gate is not None:
@@ -263,20 +267,57 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         if log:
             log(trial, "acquire", step, attempt, "rate_limit", None)
 
-    def start() -> float:  # the call begins: book the attempt, log it, hold for its time
+    pool = fleet.llm
+    if pool is None:  # no LLM slots: the call is just its time
         if charge is not None:
             trial.attempts += count
             trial.cost += charge
         if log:
             log(trial, kind, step, attempt, "llm", outcome)
-        return seconds
-
-    if fleet.llm is None:
-        held = start()
-        if held > 0.0:
-            yield wait(env, trial, held)
+        if seconds > 0.0:
+            yield wait(env, trial, seconds)
         return
-    yield from _hold(fleet, env, trial, "llm", step, attempt, start, wait)
+    request = pool.request()
+    since = env.now
+    granted = None
+    try:
+        if not request.triggered:
+            if trial.overdue:
+                raise _Stop
+            if log:
+                log(trial, "request", step, attempt, "llm", None)
+        yield request
+        granted = env.now
+        trial.wait_llm += granted - since
+        if log:
+            log(trial, "acquire", step, attempt, "llm", None)
+        if charge is not None:  # the call begins: book the attempt, log it, hold for its time
+            trial.attempts += count
+            trial.cost += charge
+        if log:
+            log(trial, kind, step, attempt, "llm", outcome)
+        if seconds > 0.0:
+            if wait is _wait:  # _wait, written out
+                if trial.overdue:
+                    raise _Stop
+                trial.busy_until = granted + seconds
+                yield env.timeout(seconds)
+            else:
+                yield wait(env, trial, seconds)
+    finally:
+        now = env.now
+        if granted is None:
+            trial.wait_llm += now - since
+            fleet.inner += fleet.clipped(since, now)
+            request.cancel()
+        else:
+            if granted != since:  # time queued (clipped to the window: 0 when none)
+                fleet.inner += fleet.clipped(since, granted)
+            fleet.busy["llm"] += fleet.clipped(granted, now)
+            trial.held_llm += now - granted
+            if log:
+                log(trial, "release", step, attempt, "llm", None)
+        pool.release(request)
 
 
 def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
