@@ -28,7 +28,8 @@ OUTCOME_NAMES = ("success", "silent_failure", "detected_failure", "timeout", "in
 def sampler(duration: Duration) -> Callable[[Any], float] | float:
     """A constant duration as a float (nothing to draw), else ``draw(rng) -> seconds``."""
     if duration.kind == "constant" or (duration.kind == "lognormal" and duration.sigma == 0.0):
-        return duration.value if duration.kind == "constant" else duration.median
+        # a Python float: the trial loop tells a constant from a sampler by its class
+        return float(duration.value if duration.kind == "constant" else duration.median)
     if duration.kind == "exponential":
         rate = 1.0 / duration.value
         return lambda rng: rng.expovariate(rate)
@@ -377,11 +378,22 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
 
 
 def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
-    """Section 3's loop, with the waits of section 7 between its draws."""
+    """Section 3's loop, with the waits of section 7 between its draws.
+
+    It runs at every attempt: the model's lists and flags are read into locals once per trial
+    and :func:`_wait` is written out (the same draws in the same order, the same events)."""
     log = trial.log
     random, gauss = decide.random, decide.gauss
+    timeout = env.timeout
     n = m.n
-    z = gauss(0.0, 1.0) if m.task_sd > 0 else 0.0
+    p_of, fixed, logit = m.p, m.fixed, m.logit
+    random_effects, task_sd, step_sd = m.random_effects, m.task_sd, m.step_sd
+    confusion, factor, enter, recover = m.confusion, m.factor, m.enter, m.recover
+    has_verifier, false_reject, miss = m.has_verifier, m.false_reject, m.miss
+    attempt_time, attempt_cost, verify_time = m.attempt_time, m.attempt_cost, m.verify_time
+    per_step, total, backoff = m.per_step, m.total, m.backoff
+    is_checkpoint = m.is_checkpoint
+    z = gauss(0.0, 1.0) if task_sd > 0 else 0.0
     confused = False
     i = seg_start = 0
     seg_tainted = doomed = False
@@ -391,58 +403,65 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     while True:
         if i == n:
             return SILENT if (seg_tainted or doomed) else SUCCESS
-        p = m.p[i]
-        if m.random_effects and not m.fixed[i]:
-            shift = m.task_sd * z + (m.step_sd * gauss(0.0, 1.0) if m.step_sd > 0 else 0.0)
-            p = expit(m.logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
-        elif m.random_effects and m.step_sd > 0:
+        p = p_of[i]
+        if random_effects and not fixed[i]:
+            shift = task_sd * z + (step_sd * gauss(0.0, 1.0) if step_sd > 0 else 0.0)
+            p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
+        elif random_effects and step_sd > 0:
             gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
         step = i + 1
+        spec = attempt_time[i]
+        cost = attempt_cost[i]
+        if has_verifier:
+            pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
         j = 0
         while True:
-            pe = p * m.factor if confused else p
+            pe = p * factor if confused else p
             correct = random() < pe
-            if m.confusion:
+            if confusion:
                 if not correct and not confused:
-                    confused = random() < m.enter
+                    confused = random() < enter
                 elif correct and confused:
-                    confused = not (random() < m.recover)
-            if m.has_verifier:
-                accepted = random() < (1.0 - m.false_reject[i] if correct else m.miss[i])
+                    confused = not (random() < recover)
+            if has_verifier:
+                accepted = random() < (pass_right if correct else pass_wrong)
             else:
                 accepted = True
             # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
-            spec = m.attempt_time[i]
-            seconds = spec if isinstance(spec, float) else spec(clock)
+            seconds = spec if spec.__class__ is float else spec(clock)
             if direct:  # no rate limit, no LLM slots: the call is just its time
                 trial.attempts += 1
-                trial.cost += m.attempt_cost[i]
+                trial.cost += cost
                 if log:
                     log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
                 if seconds > 0.0:
-                    yield _wait(env, trial, seconds)
+                    if trial.overdue:
+                        raise _Stop
+                    trial.busy_until = env.now + seconds
+                    yield timeout(seconds)
             else:
                 yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
-                                     "correct" if correct else "wrong", seconds, m.attempt_cost[i])
-            if m.has_verifier:
+                                     "correct" if correct else "wrong", seconds, cost)
+            if has_verifier:
                 verdict = "accept" if accepted else "reject"
-                spec = m.verify_time
-                seconds = spec if isinstance(spec, float) else spec(clock)
+                seconds = verify_time if verify_time.__class__ is float else verify_time(clock)
                 if llm_verify and not direct:
                     yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                 else:
                     if log:
                         log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
                     if seconds > 0.0:
-                        yield _wait(env, trial, seconds)
+                        if trial.overdue:
+                            raise _Stop
+                        trial.busy_until = env.now + seconds
+                        yield timeout(seconds)
             if accepted:
                 seg_tainted |= not correct
                 i += 1
                 break
-            if j < m.per_step[i] and retries_used < m.total:
+            if j < per_step[i] and retries_used < total:
                 j += 1
                 retries_used += 1
-                backoff = m.backoff
                 if backoff is not None:
                     seconds = backoff_wait(backoff, j)  # the cap before the power
                     if backoff.jitter:
@@ -453,7 +472,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         yield _wait(env, trial, seconds)
                 continue
             return DETECTED
-        if m.is_checkpoint[i]:
+        if is_checkpoint[i]:
             trial.cost += m.checkpoint_cost
             caught = random() < (m.detect if seg_tainted else m.false_alarm)
             verdict = "catch" if caught else "pass"
