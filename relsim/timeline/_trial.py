@@ -230,6 +230,27 @@ def _wait(env: Any, trial: Trial, seconds: float) -> Any:
     return env.timeout(seconds)
 
 
+def _rate_wait(fleet: Fleet, env: Any, trial: Trial, waiting: Any, step: int,
+               attempt: int) -> Any:
+    """Wait in the rate gate's queue for ``waiting`` (what ``RateGate.take`` returned); a
+    trial stopped there leaves the queue."""
+    gate = fleet.gate
+    if trial.overdue:
+        gate.cancel(waiting)
+        raise _Stop
+    since = env.now
+    if trial.log:
+        trial.log(trial, "request", step, attempt, "rate_limit", None)
+    try:
+        yield waiting
+    except BaseException:
+        gate.cancel(waiting)
+        raise
+    finally:
+        trial.wait_rate += env.now - since
+        fleet.inner += fleet.clipped(since, env.now)
+
+
 def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kind: str,
               outcome: str, seconds: float, charge: float | None, count: int = 1,
               wait: Callable[[Any, Trial, float], Any] = _wait) -> Any:
@@ -251,20 +272,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         trial.tokens += tokens
         waiting = gate.take(tokens)
         if waiting is not None:
-            if trial.overdue:
-                gate.cancel(waiting)
-                raise _Stop
-            since = env.now
-            if log:
-                log(trial, "request", step, attempt, "rate_limit", None)
-            try:
-                yield waiting
-            except BaseException:
-                gate.cancel(waiting)
-                raise
-            finally:
-                trial.wait_rate += env.now - since
-                fleet.inner += fleet.clipped(since, env.now)
+            yield from _rate_wait(fleet, env, trial, waiting, step, attempt)
         if log:
             log(trial, "acquire", step, attempt, "rate_limit", None)
 
@@ -399,7 +407,8 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     seg_tainted = doomed = False
     retries_used = rollbacks_used = 0
     llm_verify = m.verifier_calls_llm
-    direct = fleet.gate is None and fleet.llm is None
+    gate, pool, tokens_of = fleet.gate, fleet.llm, m.tokens
+    direct = gate is None and pool is None
     while True:
         if i == n:
             return SILENT if (seg_tainted or doomed) else SUCCESS
@@ -439,9 +448,63 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         raise _Stop
                     trial.busy_until = env.now + seconds
                     yield timeout(seconds)
-            else:
-                yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
-                                     "correct" if correct else "wrong", seconds, cost)
+            else:  # _llm_call written out (the same waits, tallies, log and events)
+                if gate is not None:
+                    tokens = tokens_of[i]
+                    trial.calls += 1
+                    trial.tokens += tokens
+                    waiting = gate.take(tokens)
+                    if waiting is not None:
+                        yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
+                    if log:
+                        log(trial, "acquire", step, j + 1, "rate_limit", None)
+                if pool is None:
+                    trial.attempts += 1
+                    trial.cost += cost
+                    if log:
+                        log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                    if seconds > 0.0:
+                        if trial.overdue:
+                            raise _Stop
+                        trial.busy_until = env.now + seconds
+                        yield timeout(seconds)
+                else:
+                    request = pool.request()
+                    since = env.now
+                    granted = None
+                    try:
+                        if not request.triggered:
+                            if trial.overdue:
+                                raise _Stop
+                            if log:
+                                log(trial, "request", step, j + 1, "llm", None)
+                        yield request
+                        granted = env.now
+                        trial.wait_llm += granted - since
+                        trial.attempts += 1
+                        trial.cost += cost
+                        if log:
+                            log(trial, "acquire", step, j + 1, "llm", None)
+                            log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                        if seconds > 0.0:
+                            if trial.overdue:
+                                raise _Stop
+                            trial.busy_until = granted + seconds
+                            yield timeout(seconds)
+                    finally:
+                        now = env.now
+                        if granted is None:
+                            trial.wait_llm += now - since
+                            fleet.inner += fleet.clipped(since, now)
+                            request.cancel()
+                        else:
+                            if granted != since:
+                                fleet.inner += fleet.clipped(since, granted)
+                            fleet.busy["llm"] += fleet.clipped(granted, now)
+                            trial.held_llm += now - granted
+                            if log:
+                                log(trial, "release", step, j + 1, "llm", None)
+                        pool.release(request)
             if has_verifier:
                 verdict = "accept" if accepted else "reject"
                 seconds = verify_time if verify_time.__class__ is float else verify_time(clock)
