@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from random import NV_MAGICCONST
+
 from relsim.scenario import Duration, TimeModel, TrialModel
 from relsim.scenario.compiled import expit
 from relsim.scenario.time_tables import backoff_wait
@@ -70,6 +72,10 @@ class Model:
         self.rollback_cost = trial.rollback_cost / unit
 
         self.attempt_time = [sampler(d) for d in time.attempt]
+        # a lognormal attempt time's (mu, sigma): _steps draws it itself (see there)
+        self.attempt_lognormal = [
+            (math.log(d.median), d.sigma) if d.kind == "lognormal" and d.sigma != 0.0 else None
+            for d in time.attempt]
         self.verify_time = sampler(time.verify)
         self.checkpoint_time = sampler(time.checkpoint)
         self.backoff = time.backoff
@@ -399,6 +405,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     confusion, factor, enter, recover = m.confusion, m.factor, m.enter, m.recover
     has_verifier, false_reject, miss = m.has_verifier, m.false_reject, m.miss
     attempt_time, attempt_cost, verify_time = m.attempt_time, m.attempt_cost, m.verify_time
+    attempt_lognormal, uniform, log_, exp_ = m.attempt_lognormal, clock.random, math.log, math.exp
     per_step, total, backoff = m.per_step, m.total, m.backoff
     is_checkpoint = m.is_checkpoint
     z = gauss(0.0, 1.0) if task_sd > 0 else 0.0
@@ -420,6 +427,9 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
             gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
         step = i + 1
         spec = attempt_time[i]
+        lognormal = attempt_lognormal[i]
+        if lognormal is not None:
+            mu, sigma = lognormal
         cost = attempt_cost[i]
         if has_verifier:
             pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
@@ -437,7 +447,18 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
             else:
                 accepted = True
             # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
-            seconds = spec if spec.__class__ is float else spec(clock)
+            if lognormal is not None:
+                # clock.lognormvariate(mu, sigma) written out (CPython 3.11's Kinderman and
+                # Monahan loop, the same draws to the bit): three calls fewer an attempt
+                while True:
+                    u1 = uniform()
+                    u2 = 1.0 - uniform()
+                    zk = NV_MAGICCONST * (u1 - 0.5) / u2
+                    if zk * zk / 4.0 <= -log_(u2):
+                        break
+                seconds = exp_(mu + zk * sigma)
+            else:
+                seconds = spec if spec.__class__ is float else spec(clock)
             if direct:  # no rate limit, no LLM slots: the call is just its time
                 trial.attempts += 1
                 trial.cost += cost
