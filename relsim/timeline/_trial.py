@@ -303,7 +303,8 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
                 log(trial, "request", step, attempt, "llm", None)
         yield request
         granted = env.now
-        trial.wait_llm += granted - since
+        # summed left to right as _hold sums: the same bits as ever
+        trial.wait_llm = trial.wait_llm + granted - since
         if log:
             log(trial, "acquire", step, attempt, "llm", None)
         if charge is not None:  # the call begins: book the attempt, log it, hold for its time
@@ -322,14 +323,14 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
     finally:
         now = env.now
         if granted is None:
-            trial.wait_llm += now - since
+            trial.wait_llm = trial.wait_llm + now - since
             fleet.inner += fleet.clipped(since, now)
             request.cancel()
         else:
             if granted != since:  # time queued (clipped to the window: 0 when none)
                 fleet.inner += fleet.clipped(since, granted)
             fleet.busy["llm"] += fleet.clipped(granted, now)
-            trial.held_llm += now - granted
+            trial.held_llm = trial.held_llm + now - granted
             if log:
                 log(trial, "release", step, attempt, "llm", None)
         pool.release(request)
@@ -415,6 +416,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     retries_used = rollbacks_used = 0
     llm_verify = m.verifier_calls_llm
     gate, pool, tokens_of = fleet.gate, fleet.llm, m.tokens
+    busy, window = fleet.busy, fleet.window  # the window is open before any trial runs
     direct = gate is None and pool is None
     while True:
         if i == n:
@@ -501,7 +503,8 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                                 log(trial, "request", step, j + 1, "llm", None)
                         yield request
                         granted = env.now
-                        trial.wait_llm += granted - since
+                        # summed left to right as _hold sums: the same bits as ever
+                        trial.wait_llm = trial.wait_llm + granted - since
                         trial.attempts += 1
                         trial.cost += cost
                         if log:
@@ -515,14 +518,15 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                     finally:
                         now = env.now
                         if granted is None:
-                            trial.wait_llm += now - since
+                            trial.wait_llm = trial.wait_llm + now - since
                             fleet.inner += fleet.clipped(since, now)
                             request.cancel()
                         else:
                             if granted != since:
                                 fleet.inner += fleet.clipped(since, granted)
-                            fleet.busy["llm"] += fleet.clipped(granted, now)
-                            trial.held_llm += now - granted
+                            if now > window:  # fleet.clipped(granted, now), written out
+                                busy["llm"] += now - (granted if granted > window else window)
+                            trial.held_llm = trial.held_llm + now - granted
                             if log:
                                 log(trial, "release", step, j + 1, "llm", None)
                         pool.release(request)
