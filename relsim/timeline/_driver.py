@@ -374,16 +374,26 @@ class _Run:
         return fleet
 
     def _loop(self, env: Any, fleet: Fleet) -> None:
-        step, peek = env.step, env.peek
+        from simpy.core import EmptySchedule
+
+        # _POLL_EVENTS steps at a time, to the empty schedule (simpy's step raises it): no
+        # peek and no count per event; ``done`` is the steps of the block that ended it
+        step = env.step
         count = 0
         flag = self.flag
-        while peek() != math.inf:
-            step()
-            count += 1
-            if count % _POLL_EVENTS == 0:
-                if flag.is_set:
-                    break
-                self._report()
+        block = range(_POLL_EVENTS)
+        while True:
+            done = 0
+            try:
+                for done in block:
+                    step()
+            except EmptySchedule:
+                count += done
+                break
+            count += _POLL_EVENTS
+            if flag.is_set:
+                break
+            self._report()
         self.simpy_events += count
 
     def _report(self) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from random import NV_MAGICCONST
+
 from relsim.scenario import Duration, TimeModel, TrialModel
 from relsim.scenario.compiled import expit
 from relsim.scenario.time_tables import backoff_wait
@@ -28,7 +30,8 @@ OUTCOME_NAMES = ("success", "silent_failure", "detected_failure", "timeout", "in
 def sampler(duration: Duration) -> Callable[[Any], float] | float:
     """A constant duration as a float (nothing to draw), else ``draw(rng) -> seconds``."""
     if duration.kind == "constant" or (duration.kind == "lognormal" and duration.sigma == 0.0):
-        return duration.value if duration.kind == "constant" else duration.median
+        # a Python float: the trial loop tells a constant from a sampler by its class
+        return float(duration.value if duration.kind == "constant" else duration.median)
     if duration.kind == "exponential":
         rate = 1.0 / duration.value
         return lambda rng: rng.expovariate(rate)
@@ -69,6 +72,10 @@ class Model:
         self.rollback_cost = trial.rollback_cost / unit
 
         self.attempt_time = [sampler(d) for d in time.attempt]
+        # a lognormal attempt time's (mu, sigma): _steps draws it itself (see there)
+        self.attempt_lognormal = [
+            (math.log(d.median), d.sigma) if d.kind == "lognormal" and d.sigma != 0.0 else None
+            for d in time.attempt]
         self.verify_time = sampler(time.verify)
         self.checkpoint_time = sampler(time.checkpoint)
         self.backoff = time.backoff
@@ -229,6 +236,27 @@ def _wait(env: Any, trial: Trial, seconds: float) -> Any:
     return env.timeout(seconds)
 
 
+def _rate_wait(fleet: Fleet, env: Any, trial: Trial, waiting: Any, step: int,
+               attempt: int) -> Any:
+    """Wait in the rate gate's queue for ``waiting`` (what ``RateGate.take`` returned); a
+    trial stopped there leaves the queue."""
+    gate = fleet.gate
+    if trial.overdue:
+        gate.cancel(waiting)
+        raise _Stop
+    since = env.now
+    if trial.log:
+        trial.log(trial, "request", step, attempt, "rate_limit", None)
+    try:
+        yield waiting
+    except BaseException:
+        gate.cancel(waiting)
+        raise
+    finally:
+        trial.wait_rate += env.now - since
+        fleet.inner += fleet.clipped(since, env.now)
+
+
 def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kind: str,
               outcome: str, seconds: float, charge: float | None, count: int = 1,
               wait: Callable[[Any, Trial, float], Any] = _wait) -> Any:
@@ -237,7 +265,11 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
     ``charge`` (an attempt's cost) is booked with the attempt when the call starts, after
     the waits: a trial stopped while it queues has not made that attempt. ``count`` is the
     attempts the call books with it (0 for the second and later of parallel samples), and
-    ``wait`` the timed action (one of parallel calls reports to its group)."""
+    ``wait`` the timed action (one of parallel calls reports to its group).
+
+    This runs at every LLM call, so it is :func:`_hold` written out for the ``"llm"`` pool
+    (the same waits, tallies and log, in the same order: the same events): no closure per
+    call, no tally looked up by name, no generator in between."""
     log = trial.log
     gate = fleet.gate
     if gate is not None:
@@ -246,37 +278,62 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         trial.tokens += tokens
         waiting = gate.take(tokens)
         if waiting is not None:
-            if trial.overdue:
-                gate.cancel(waiting)
-                raise _Stop
-            since = env.now
-            if log:
-                log(trial, "request", step, attempt, "rate_limit", None)
-            try:
-                yield waiting
-            except BaseException:
-                gate.cancel(waiting)
-                raise
-            finally:
-                trial.wait_rate += env.now - since
-                fleet.inner += fleet.clipped(since, env.now)
+            yield from _rate_wait(fleet, env, trial, waiting, step, attempt)
         if log:
             log(trial, "acquire", step, attempt, "rate_limit", None)
 
-    def start() -> float:  # the call begins: book the attempt, log it, hold for its time
+    pool = fleet.llm
+    if pool is None:  # no LLM slots: the call is just its time
         if charge is not None:
             trial.attempts += count
             trial.cost += charge
         if log:
             log(trial, kind, step, attempt, "llm", outcome)
-        return seconds
-
-    if fleet.llm is None:
-        held = start()
-        if held > 0.0:
-            yield wait(env, trial, held)
+        if seconds > 0.0:
+            yield wait(env, trial, seconds)
         return
-    yield from _hold(fleet, env, trial, "llm", step, attempt, start, wait)
+    request = pool.request()
+    since = env.now
+    granted = None
+    try:
+        if not request.triggered:
+            if trial.overdue:
+                raise _Stop
+            if log:
+                log(trial, "request", step, attempt, "llm", None)
+        yield request
+        granted = env.now
+        # summed left to right as _hold sums: the same bits as ever
+        trial.wait_llm = trial.wait_llm + granted - since
+        if log:
+            log(trial, "acquire", step, attempt, "llm", None)
+        if charge is not None:  # the call begins: book the attempt, log it, hold for its time
+            trial.attempts += count
+            trial.cost += charge
+        if log:
+            log(trial, kind, step, attempt, "llm", outcome)
+        if seconds > 0.0:
+            if wait is _wait:  # _wait, written out
+                if trial.overdue:
+                    raise _Stop
+                trial.busy_until = granted + seconds
+                yield env.timeout(seconds)
+            else:
+                yield wait(env, trial, seconds)
+    finally:
+        now = env.now
+        if granted is None:
+            trial.wait_llm = trial.wait_llm + now - since
+            fleet.inner += fleet.clipped(since, now)
+            request.cancel()
+        else:
+            if granted != since:  # time queued (clipped to the window: 0 when none)
+                fleet.inner += fleet.clipped(since, granted)
+            fleet.busy["llm"] += fleet.clipped(granted, now)
+            trial.held_llm = trial.held_llm + now - granted
+            if log:
+                log(trial, "release", step, attempt, "llm", None)
+        pool.release(request)
 
 
 def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
@@ -336,72 +393,163 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
 
 
 def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
-    """Section 3's loop, with the waits of section 7 between its draws."""
+    """Section 3's loop, with the waits of section 7 between its draws.
+
+    It runs at every attempt: the model's lists and flags are read into locals once per trial
+    and :func:`_wait` is written out (the same draws in the same order, the same events)."""
     log = trial.log
     random, gauss = decide.random, decide.gauss
+    timeout = env.timeout
     n = m.n
-    z = gauss(0.0, 1.0) if m.task_sd > 0 else 0.0
+    p_of, fixed, logit = m.p, m.fixed, m.logit
+    random_effects, task_sd, step_sd = m.random_effects, m.task_sd, m.step_sd
+    confusion, factor, enter, recover = m.confusion, m.factor, m.enter, m.recover
+    has_verifier, false_reject, miss = m.has_verifier, m.false_reject, m.miss
+    attempt_time, attempt_cost, verify_time = m.attempt_time, m.attempt_cost, m.verify_time
+    attempt_lognormal, uniform, log_, exp_ = m.attempt_lognormal, clock.random, math.log, math.exp
+    per_step, total, backoff = m.per_step, m.total, m.backoff
+    is_checkpoint = m.is_checkpoint
+    z = gauss(0.0, 1.0) if task_sd > 0 else 0.0
     confused = False
     i = seg_start = 0
     seg_tainted = doomed = False
     retries_used = rollbacks_used = 0
     llm_verify = m.verifier_calls_llm
-    direct = fleet.gate is None and fleet.llm is None
+    gate, pool, tokens_of = fleet.gate, fleet.llm, m.tokens
+    busy, window = fleet.busy, fleet.window  # the window is open before any trial runs
+    direct = gate is None and pool is None
     while True:
         if i == n:
             return SILENT if (seg_tainted or doomed) else SUCCESS
-        p = m.p[i]
-        if m.random_effects and not m.fixed[i]:
-            shift = m.task_sd * z + (m.step_sd * gauss(0.0, 1.0) if m.step_sd > 0 else 0.0)
-            p = expit(m.logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
-        elif m.random_effects and m.step_sd > 0:
+        p = p_of[i]
+        if random_effects and not fixed[i]:
+            shift = task_sd * z + (step_sd * gauss(0.0, 1.0) if step_sd > 0 else 0.0)
+            p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
+        elif random_effects and step_sd > 0:
             gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
         step = i + 1
+        spec = attempt_time[i]
+        lognormal = attempt_lognormal[i]
+        if lognormal is not None:
+            mu, sigma = lognormal
+        cost = attempt_cost[i]
+        if has_verifier:
+            pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
         j = 0
         while True:
-            pe = p * m.factor if confused else p
+            pe = p * factor if confused else p
             correct = random() < pe
-            if m.confusion:
+            if confusion:
                 if not correct and not confused:
-                    confused = random() < m.enter
+                    confused = random() < enter
                 elif correct and confused:
-                    confused = not (random() < m.recover)
-            if m.has_verifier:
-                accepted = random() < (1.0 - m.false_reject[i] if correct else m.miss[i])
+                    confused = not (random() < recover)
+            if has_verifier:
+                accepted = random() < (pass_right if correct else pass_wrong)
             else:
                 accepted = True
             # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
-            spec = m.attempt_time[i]
-            seconds = spec if isinstance(spec, float) else spec(clock)
+            if lognormal is not None:
+                # clock.lognormvariate(mu, sigma) written out (CPython 3.11's Kinderman and
+                # Monahan loop, the same draws to the bit): three calls fewer an attempt
+                while True:
+                    u1 = uniform()
+                    u2 = 1.0 - uniform()
+                    zk = NV_MAGICCONST * (u1 - 0.5) / u2
+                    if zk * zk / 4.0 <= -log_(u2):
+                        break
+                seconds = exp_(mu + zk * sigma)
+            else:
+                seconds = spec if spec.__class__ is float else spec(clock)
             if direct:  # no rate limit, no LLM slots: the call is just its time
                 trial.attempts += 1
-                trial.cost += m.attempt_cost[i]
+                trial.cost += cost
                 if log:
                     log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
                 if seconds > 0.0:
-                    yield _wait(env, trial, seconds)
-            else:
-                yield from _llm_call(fleet, env, trial, step, j + 1, "attempt",
-                                     "correct" if correct else "wrong", seconds, m.attempt_cost[i])
-            if m.has_verifier:
+                    if trial.overdue:
+                        raise _Stop
+                    trial.busy_until = env.now + seconds
+                    yield timeout(seconds)
+            else:  # _llm_call written out (the same waits, tallies, log and events)
+                if gate is not None:
+                    tokens = tokens_of[i]
+                    trial.calls += 1
+                    trial.tokens += tokens
+                    waiting = gate.take(tokens)
+                    if waiting is not None:
+                        yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
+                    if log:
+                        log(trial, "acquire", step, j + 1, "rate_limit", None)
+                if pool is None:
+                    trial.attempts += 1
+                    trial.cost += cost
+                    if log:
+                        log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                    if seconds > 0.0:
+                        if trial.overdue:
+                            raise _Stop
+                        trial.busy_until = env.now + seconds
+                        yield timeout(seconds)
+                else:
+                    request = pool.request()
+                    since = env.now
+                    granted = None
+                    try:
+                        if not request.triggered:
+                            if trial.overdue:
+                                raise _Stop
+                            if log:
+                                log(trial, "request", step, j + 1, "llm", None)
+                        yield request
+                        granted = env.now
+                        # summed left to right as _hold sums: the same bits as ever
+                        trial.wait_llm = trial.wait_llm + granted - since
+                        trial.attempts += 1
+                        trial.cost += cost
+                        if log:
+                            log(trial, "acquire", step, j + 1, "llm", None)
+                            log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                        if seconds > 0.0:
+                            if trial.overdue:
+                                raise _Stop
+                            trial.busy_until = granted + seconds
+                            yield timeout(seconds)
+                    finally:
+                        now = env.now
+                        if granted is None:
+                            trial.wait_llm = trial.wait_llm + now - since
+                            fleet.inner += fleet.clipped(since, now)
+                            request.cancel()
+                        else:
+                            if granted != since:
+                                fleet.inner += fleet.clipped(since, granted)
+                            if now > window:  # fleet.clipped(granted, now), written out
+                                busy["llm"] += now - (granted if granted > window else window)
+                            trial.held_llm = trial.held_llm + now - granted
+                            if log:
+                                log(trial, "release", step, j + 1, "llm", None)
+                        pool.release(request)
+            if has_verifier:
                 verdict = "accept" if accepted else "reject"
-                spec = m.verify_time
-                seconds = spec if isinstance(spec, float) else spec(clock)
+                seconds = verify_time if verify_time.__class__ is float else verify_time(clock)
                 if llm_verify and not direct:
                     yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                 else:
                     if log:
                         log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
                     if seconds > 0.0:
-                        yield _wait(env, trial, seconds)
+                        if trial.overdue:
+                            raise _Stop
+                        trial.busy_until = env.now + seconds
+                        yield timeout(seconds)
             if accepted:
                 seg_tainted |= not correct
                 i += 1
                 break
-            if j < m.per_step[i] and retries_used < m.total:
+            if j < per_step[i] and retries_used < total:
                 j += 1
                 retries_used += 1
-                backoff = m.backoff
                 if backoff is not None:
                     seconds = backoff_wait(backoff, j)  # the cap before the power
                     if backoff.jitter:
@@ -412,7 +560,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         yield _wait(env, trial, seconds)
                 continue
             return DETECTED
-        if m.is_checkpoint[i]:
+        if is_checkpoint[i]:
             trial.cost += m.checkpoint_cost
             caught = random() < (m.detect if seg_tainted else m.false_alarm)
             verdict = "catch" if caught else "pass"
