@@ -16,11 +16,13 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from random import NV_MAGICCONST
-
 from relsim.scenario import Duration, TimeModel, TrialModel
 from relsim.scenario.compiled import expit
 from relsim.scenario.time_tables import backoff_wait
+
+#: The ratio-of-uniforms constant of Kinderman and Monahan's normal sampler, written as
+#: CPython's ``random.normalvariate`` writes it (so the lognormal draws below are its draws).
+NV_MAGICCONST = 4 * math.exp(-0.5) / math.sqrt(2.0)
 
 # Outcome codes, in the order of TimelineOutcome's proportions.
 SUCCESS, SILENT, DETECTED, TIMEOUT, INFRA = 0, 1, 2, 3, 4
@@ -241,6 +243,7 @@ def _rate_wait(fleet: Fleet, env: Any, trial: Trial, waiting: Any, step: int,
     """Wait in the rate gate's queue for ``waiting`` (what ``RateGate.take`` returned); a
     trial stopped there leaves the queue."""
     gate = fleet.gate
+    assert gate is not None  # only a rate-limited call waits here
     if trial.overdue:
         gate.cancel(waiting)
         raise _Stop
@@ -460,7 +463,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         break
                 seconds = exp_(mu + zk * sigma)
             else:
-                seconds = spec if spec.__class__ is float else spec(clock)
+                seconds = spec if isinstance(spec, float) else spec(clock)
             if direct:  # no rate limit, no LLM slots: the call is just its time
                 trial.attempts += 1
                 trial.cost += cost
@@ -532,7 +535,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         pool.release(request)
             if has_verifier:
                 verdict = "accept" if accepted else "reject"
-                seconds = verify_time if verify_time.__class__ is float else verify_time(clock)
+                seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
                 if llm_verify and not direct:
                     yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                 else:
