@@ -288,7 +288,6 @@ def _profile_newton(
     always, never, _ = model
     b = np.exp(log_b)
     shape = np.broadcast_shapes(counts.shape, b.shape)[:-1]
-    total = counts.sum(axis=-1)
     observed = counts > 0
     zeros = np.zeros(shape)
     if not (always or never):

@@ -16,9 +16,9 @@ section of pass@k and pass^k beyond the trials run: the fitted curves with their
 :class:`Evidence` (``analyze --labels``), a grader-audit table (the
 grader's error rates with their intervals, the pass rate corrected for them and the
 prediction-powered one) and the plan at the audit's bound. Markdown (:func:`markdown`): the
-same tables, with the figures written next to it
-as ``<name>.svg`` (and ``<name>-extrapolated.svg``); user text (tasks, categories, column names) is escaped, so it shows as
-written and never as HTML or Markdown.
+same tables, with the figures written next to it as ``<name>.svg`` (and
+``<name>-extrapolated.svg``); user text (tasks, categories, column names) is escaped, so it
+shows as written and never as HTML or Markdown.
 
 Every number comes from the result's ``to_dict()``, so the report shows what ``--json``
 prints; the one thing computed here is the pass@k curve over every k up to 20, by
