@@ -464,7 +464,18 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 seconds = exp_(mu + zk * sigma)
             else:
                 seconds = spec if isinstance(spec, float) else spec(clock)
-            if direct:  # no rate limit, no LLM slots: the call is just its time
+            # _llm_call written out (the same waits, tallies, log and events); with no rate
+            # limit and no LLM slots the call is just its time
+            if gate is not None:
+                tokens = tokens_of[i]
+                trial.calls += 1
+                trial.tokens += tokens
+                waiting = gate.take(tokens)
+                if waiting is not None:
+                    yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
+                if log:
+                    log(trial, "acquire", step, j + 1, "rate_limit", None)
+            if pool is None:
                 trial.attempts += 1
                 trial.cost += cost
                 if log:
@@ -474,65 +485,45 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         raise _Stop
                     trial.busy_until = env.now + seconds
                     yield timeout(seconds)
-            else:  # _llm_call written out (the same waits, tallies, log and events)
-                if gate is not None:
-                    tokens = tokens_of[i]
-                    trial.calls += 1
-                    trial.tokens += tokens
-                    waiting = gate.take(tokens)
-                    if waiting is not None:
-                        yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
-                    if log:
-                        log(trial, "acquire", step, j + 1, "rate_limit", None)
-                if pool is None:
+            else:
+                request = pool.request()
+                since = env.now
+                granted = None
+                try:
+                    if not request.triggered:
+                        if trial.overdue:
+                            raise _Stop
+                        if log:
+                            log(trial, "request", step, j + 1, "llm", None)
+                    yield request
+                    granted = env.now
+                    # summed left to right as _hold sums: the same bits as ever
+                    trial.wait_llm = trial.wait_llm + granted - since
                     trial.attempts += 1
                     trial.cost += cost
                     if log:
+                        log(trial, "acquire", step, j + 1, "llm", None)
                         log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
                     if seconds > 0.0:
                         if trial.overdue:
                             raise _Stop
-                        trial.busy_until = env.now + seconds
+                        trial.busy_until = granted + seconds
                         yield timeout(seconds)
-                else:
-                    request = pool.request()
-                    since = env.now
-                    granted = None
-                    try:
-                        if not request.triggered:
-                            if trial.overdue:
-                                raise _Stop
-                            if log:
-                                log(trial, "request", step, j + 1, "llm", None)
-                        yield request
-                        granted = env.now
-                        # summed left to right as _hold sums: the same bits as ever
-                        trial.wait_llm = trial.wait_llm + granted - since
-                        trial.attempts += 1
-                        trial.cost += cost
+                finally:
+                    now = env.now
+                    if granted is None:
+                        trial.wait_llm = trial.wait_llm + now - since
+                        fleet.inner += fleet.clipped(since, now)
+                        request.cancel()
+                    else:
+                        if granted != since:
+                            fleet.inner += fleet.clipped(since, granted)
+                        if now > window:  # fleet.clipped(granted, now), written out
+                            busy["llm"] += now - (granted if granted > window else window)
+                        trial.held_llm = trial.held_llm + now - granted
                         if log:
-                            log(trial, "acquire", step, j + 1, "llm", None)
-                            log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
-                        if seconds > 0.0:
-                            if trial.overdue:
-                                raise _Stop
-                            trial.busy_until = granted + seconds
-                            yield timeout(seconds)
-                    finally:
-                        now = env.now
-                        if granted is None:
-                            trial.wait_llm = trial.wait_llm + now - since
-                            fleet.inner += fleet.clipped(since, now)
-                            request.cancel()
-                        else:
-                            if granted != since:
-                                fleet.inner += fleet.clipped(since, granted)
-                            if now > window:  # fleet.clipped(granted, now), written out
-                                busy["llm"] += now - (granted if granted > window else window)
-                            trial.held_llm = trial.held_llm + now - granted
-                            if log:
-                                log(trial, "release", step, j + 1, "llm", None)
-                        pool.release(request)
+                            log(trial, "release", step, j + 1, "llm", None)
+                    pool.release(request)
             if has_verifier:
                 verdict = "accept" if accepted else "reject"
                 seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
