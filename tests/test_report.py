@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -22,6 +23,9 @@ import pytest
 import relsim
 from relsim.cli import main
 from relsim.report import render
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 PRODUCTION = str(SCENARIO_DIR / "production_agent.toml")
@@ -189,7 +193,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 NASTY = "<script>alert(1)</script> [x](http://e.x) *y* a|b"
 
 
-def _trials(nasty: str = "plain") -> "pd.DataFrame":
+def _trials(nasty: str = "plain") -> "pandas.DataFrame":
     """Six tasks x 4 trials (1..4 successes), a cost column and failure categories."""
     import pandas as pd
 
@@ -320,7 +324,7 @@ def test_eval_report_of_a_comparison():
     assert report.figures == ("differences",)
     assert [s.id for s in report.sections] == ["figure", "differences", "per-task"]
     success = comparison.quantities["success"]
-    assert f'<td class="wrap">success</td><td class="num">6</td>' in report.html
+    assert '<td class="wrap">success</td><td class="num">6</td>' in report.html
     assert f'<td class="num">{success["difference"]:.4g}</td>' in report.html
     with pytest.raises(relsim.errors.RelsimError, match="^result: must be a TrialAnalysis or a Comparison"):
         eval_report.render({"tasks": 3})

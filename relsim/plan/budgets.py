@@ -17,7 +17,6 @@ from relsim.plan._common import (
     NEAR_CEILING,
     Plan,
     budget_floor,
-    evaluate_design,
     goal_of,
     ladder_floor,
     per_step_cap,

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 import relsim
 import relsim.plot
