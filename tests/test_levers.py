@@ -16,7 +16,7 @@ from relsim.scenario import trial_model
 import relsim
 from relsim.cli import main
 from relsim.plan import levers
-from relsim.plan.sensitivity import COLUMNS, apply
+from relsim.plan.sensitivity import COLUMNS, UTILITY_COLUMNS, apply
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 SCENARIOS = sorted(str(path) for path in SCENARIO_DIR.glob("*.toml"))
@@ -48,9 +48,11 @@ def test_every_row_is_its_set_re_evaluated(path):
     scenario = relsim.Scenario.from_toml(path)
     base = relsim.evaluate(scenario)
     frame = levers(scenario)
-    assert list(frame.columns) == list(COLUMNS)
+    valued = scenario.utility is not None
+    assert list(frame.columns) == list(COLUMNS) + (list(UTILITY_COLUMNS) if valued else [])
     assert len(frame) >= 1
-    assert list(frame["delta_success"]) == sorted(frame["delta_success"], reverse=True)
+    ranked_by = "delta_expected_utility" if valued else "delta_success"
+    assert list(frame[ranked_by]) == sorted(frame[ranked_by], reverse=True)
     assert frame.attrs["baseline"]["success"] == base.success
     for row in frame.itertuples(index=False):
         variant = _set(scenario.to_dict(), row.set)
@@ -61,6 +63,10 @@ def test_every_row_is_its_set_re_evaluated(path):
         cps = again.expected_cost / again.success
         assert row.cost_per_success == pytest.approx(cps, rel=1e-12)
         assert row.delta_cost_per_success == pytest.approx(cps - base.cost_per_success, rel=1e-9, abs=1e-12)
+        if valued:
+            assert row.expected_utility == pytest.approx(again.expected_utility, abs=1e-12)
+            assert row.delta_expected_utility == pytest.approx(
+                again.expected_utility - base.expected_utility, abs=1e-12)
         json.dumps(row.set)  # plain values: anyone can write them into a file
 
 

@@ -20,7 +20,7 @@ import relsim
 from relsim import plan as planner
 from relsim.cli import main
 from relsim.cli._args import EXIT_OK, EXIT_USAGE
-from relsim.plan.sensitivity import apply, levers
+from relsim.plan.sensitivity import COLUMNS, apply, levers
 
 ROOT = Path(__file__).resolve().parents[1]
 STROEBL_FILE = ROOT / "scenarios" / "stroebl.toml"
@@ -320,6 +320,47 @@ def test_the_p_lever_of_a_mixture_raises_every_class():
     assert row["success"] == pytest.approx(by_hand, abs=1e-12) and row["delta_success"] > 0
 
 
+def _mixture_utility(silent_value: float, retries: int, miss: float) -> float:
+    """Stroebl's mixture at verifier ``miss``, by hand: a class with ``p`` ships a right answer
+    with chance ``p S_r`` and a wrong one with ``miss (1-p) S_r``, ``S_r = sum_j q^j`` over
+    ``j <= r``, ``q = (1-miss)(1-p)``; no cost weight."""
+    total = 0.0
+    for weight, p in ((0.58, 0.87), (0.42, 0.13)):
+        s_r = sum(((1 - miss) * (1 - p)) ** j for j in range(retries + 1))
+        total += weight * (p + silent_value * miss * (1 - p)) * s_r
+    return total
+
+
+def test_levers_of_a_valued_design_are_ranked_by_expected_utility(capsys):
+    # the file's design: one retry, where utility peaks; one more retry raises success but
+    # ships more wrong answers, so it is a loss in what the [utility] table values
+    table = levers(relsim.Scenario.from_toml(str(STROEBL_FILE)))
+    assert table.attrs["ranked_by"] == "delta_expected_utility"
+    base = _mixture_utility(-1.0, 1, 0.25)
+    assert table.attrs["baseline"]["expected_utility"] == pytest.approx(base, abs=1e-12)
+    by_hand = {"verifier miss halved": _mixture_utility(-1.0, 1, 0.125),
+               "one more retry per step": _mixture_utility(-1.0, 2, 0.25)}
+    rows = table.set_index("lever")
+    for lever, utility in by_hand.items():
+        assert rows.loc[lever, "expected_utility"] == pytest.approx(utility, abs=1e-12)
+        assert rows.loc[lever, "delta_expected_utility"] == pytest.approx(utility - base, abs=1e-12)
+    retry = rows.loc["one more retry per step"]
+    assert retry["delta_success"] > 0 > retry["delta_expected_utility"]
+    assert list(table["delta_expected_utility"]) == sorted(table["delta_expected_utility"], reverse=True)
+    # negative control: by success alone the retry would come first
+    assert table.sort_values("delta_success", ascending=False).iloc[0]["lever"] == "one more retry per step"
+    assert table.iloc[-1]["lever"] == "one more retry per step"
+    # the command prints the ranking and the utility columns; without [utility] neither
+    assert main(["levers", str(STROEBL_FILE)]) == 0
+    out = capsys.readouterr().out
+    assert "1 step, exact success" in out and "expected utility 0.472381" in out
+    assert "ranked by the change in expected utility" in out
+    assert out.index("verifier miss halved") < out.index("one more retry per step")
+    plain = levers(relsim.Scenario.from_dict(
+        {"steps": 1, "p": 0.5, "verifier": {"miss": 0.25}, "retries": {"per_step": 1}}))
+    assert list(plain.columns) == list(COLUMNS) and plain.attrs["ranked_by"] == "delta_success"
+
+
 
 
 
@@ -357,7 +398,6 @@ def _outcome_section(scenario, exact):
     that the display is checked on numbers chosen to tell its rows apart)."""
     import pandas as pd
 
-    from relsim.plan.sensitivity import COLUMNS
     from relsim.report._sections import Context, outcome
 
     ctx = Context(scenario=scenario, source="test", target=None, trials=0, seed=0)
@@ -388,6 +428,22 @@ def test_the_report_shows_utility_infra_failures_and_silent_failures_by_mode():
     html = _outcome_section(plain, relsim.evaluate(plain))
     assert "infrastructure failure" not in html and "expected utility" not in html
     assert "failure mode" not in html
+
+
+def test_the_report_lists_a_valued_designs_levers_by_utility():
+    from relsim.report._sections import Context, levers as levers_section
+
+    design = relsim.Scenario.from_toml(str(STROEBL_FILE))
+    ctx = Context(scenario=design, source="test", target=None, trials=0, seed=0)
+    body = levers_section(ctx).body
+    rows = [re.sub(r"<[^>]+>", "|", row) for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    assert "expected utility" in rows[0] and "by the gain in expected utility" in body
+    order = [next(lever for lever in ("verifier miss halved", "p +1 point on every step",
+                                      "one more retry per step") if f"|{lever}|" in row)
+             for row in rows[1:]]
+    assert order == ["verifier miss halved", "p +1 point on every step", "one more retry per step"]
+    retry = rows[-1].split("|")
+    assert f"{_mixture_utility(-1.0, 2, 0.25):.6g}" in retry  # its utility, by hand
 
 
 def test_the_why_of_a_mixture_capped_by_its_verifier_averages_the_classes():

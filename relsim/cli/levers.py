@@ -7,10 +7,13 @@
 
 Evaluates every single change that applies to the scenario (a point more ``p``, the
 verifier's errors halved, one more retry, ...; see :mod:`relsim.plan.sensitivity`) with the exact engine
-and prints them sorted by the gain in success, with the cost per success each leads to.
+and prints them sorted by the gain in success (in expected utility with a ``[utility]``
+table), with the cost per success each leads to.
 ``--json``: ``{"baseline": {success, cost_per_success}, "levers": [rows]}``, each row with
 ``lever``, ``set`` (dotted scenario keys to new values), ``success``, ``delta_success``,
-``cost_per_success`` and ``delta_cost_per_success`` (infinities and NaN as ``null``).
+``cost_per_success`` and ``delta_cost_per_success`` (infinities and NaN as ``null``); with
+``[utility]`` the baseline and every row add ``expected_utility`` (rows also
+``delta_expected_utility``).
 ``--verifier-from`` sets the verifier from a grader audit first (``--at``: upper, the default,
 estimate or lower), says so under the title and in JSON as ``verifier_from``.
 
@@ -42,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Evaluate, exactly, every single change a designer could make to a scenario "
             "(more p, a better verifier, one more retry, denser checkpoints, ...) and list "
-            "them by the gain in end-to-end success, with the cost per success of each."
+            "them by the gain in end-to-end success (in expected utility when the scenario has "
+            "a [utility] table), with the cost per success of each."
         ),
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
@@ -137,21 +141,27 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
     """The readable table of :func:`relsim.plan.levers`; costs in ``unit`` when given (the
     scenario's ``[cost] unit``)."""
     baseline = table.attrs["baseline"]
+    valued = "expected_utility" in baseline
     lines = [
-        f"{title}: {steps} steps, exact success {baseline['success']:.6f}, "
-        f"cost per success {_number(baseline['cost_per_success'])}{' ' + unit if unit else ''}",
-        "",
+        f"{title}: {steps} step{'' if steps == 1 else 's'}, exact success {baseline['success']:.6f}, "
+        f"cost per success {_number(baseline['cost_per_success'])}{' ' + unit if unit else ''}"
+        + (f", expected utility {_number(baseline['expected_utility'])}" if valued else ""),
     ]
+    if valued:
+        lines.append("ranked by the change in expected utility (the [utility] table's values)")
+    lines.append("")
     width = max([len("lever")] + [len(lever) for lever in table["lever"]])
     per_success = f"{unit or 'cost'}/success"
-    lines.append(
-        f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {per_success:>12}  {'change':>10}"
-    )
-    for row in table.itertuples(index=False):
-        lines.append(
-            f"{row.lever:<{width}}  {row.success:>9.6f}  {100 * row.delta_success:>+8.3f}pp"
-            f"  {_number(row.cost_per_success):>12}  {_signed(row.delta_cost_per_success):>10}"
+    header = f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {per_success:>12}  {'change':>10}"
+    lines.append(header + (f"  {'utility':>10}  {'change':>10}" if valued else ""))
+    for row in table.to_dict("records"):
+        line = (
+            f"{row['lever']:<{width}}  {row['success']:>9.6f}  {100 * row['delta_success']:>+8.3f}pp"
+            f"  {_number(row['cost_per_success']):>12}  {_signed(row['delta_cost_per_success']):>10}"
         )
+        if valued:
+            line += f"  {_number(row['expected_utility']):>10}  {_signed(row['delta_expected_utility']):>10}"
+        lines.append(line)
     if len(table) == 0:
         lines.append("(no change applies to this scenario)")
     return "\n".join(lines)

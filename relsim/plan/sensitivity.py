@@ -2,7 +2,8 @@ r"""The levers that move success: every single change a designer could make, jud
 
 :func:`levers` takes a scenario, builds one variant per applicable change (a point more
 ``p``, the verifier's errors halved, one more retry, ...), evaluates each with the exact
-engine (:func:`relsim.evaluate`) and returns a table sorted by the gain in success. Each
+engine (:func:`relsim.evaluate`) and returns a table sorted by the gain in success (in
+expected utility when the design has a ``[utility]`` table). Each
 row's ``set`` holds the dotted scenario keys the change sets and their new values, so anyone
 can rebuild the variant (:func:`apply`) and check it.
 
@@ -71,10 +72,12 @@ from relsim.scenario import Scenario
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["COLUMNS", "POINT", "TIME_QUANTITIES", "apply", "levers", "time_levers"]
+__all__ = ["COLUMNS", "POINT", "UTILITY_COLUMNS", "TIME_QUANTITIES", "apply", "levers", "time_levers"]
 
 #: The columns of the table, in order.
 COLUMNS = ("lever", "set", "success", "delta_success", "cost_per_success", "delta_cost_per_success")
+#: The columns added, after :data:`COLUMNS`, for a design with a ``[utility]`` table.
+UTILITY_COLUMNS = ("expected_utility", "delta_expected_utility")
 
 #: One point of per-attempt success, the size of the ``p`` levers.
 POINT = 0.01
@@ -101,7 +104,15 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
 
     (cost per success; infinite when success is 0, and the difference of two infinities is
     NaN). A difference within ``NOISE`` (relative) of the numbers compared is float noise and
-    is reported as 0.
+    is reported as 0. A design with a ``[utility]`` table is ranked by what it values,
+
+    .. math::
+
+        \Delta U_c = U(s_c) - U(s), \qquad
+        U = \sum_o \text{share}_o\, v_o - \text{cost\_weight}\cdot E[\text{cost}],
+
+    since a change can raise success and lower utility (when it also ships more silent
+    failures, or costs more than the table values the success it buys).
 
     Parameters
     ----------
@@ -114,8 +125,11 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
         One row per lever with the columns of :data:`COLUMNS`: ``lever`` (words), ``set``
         (a dict of dotted scenario keys to new values; :func:`apply` rebuilds the variant),
         ``success``, ``delta_success``, ``cost_per_success``, ``delta_cost_per_success``,
-        sorted by ``delta_success``, largest first. ``frame.attrs["baseline"]`` holds the
-        design's own ``success`` and ``cost_per_success``.
+        sorted by ``delta_success``, largest first. With ``[utility]`` the columns of
+        :data:`UTILITY_COLUMNS` follow and the rows are sorted by ``delta_expected_utility``.
+        ``frame.attrs["baseline"]`` holds the design's own ``success`` and
+        ``cost_per_success`` (and ``expected_utility``), ``frame.attrs["ranked_by"]`` the
+        column the rows are sorted by (``"delta_success"`` or ``"delta_expected_utility"``).
 
     Examples
     --------
@@ -131,23 +145,34 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
     _check_work(base, [variant for _, _, variant in variants])
     origin = evaluate(base)
     origin_cps = origin.cost_per_success
+    origin_utility = origin.expected_utility
+    valued = origin_utility is not None
     rows = []
     for lever, changes, variant in variants:
         outcome = evaluate(variant)
         cps = outcome.cost_per_success
-        rows.append(
-            {
-                "lever": lever,
-                "set": changes,
-                "success": outcome.success,
-                "delta_success": _difference(outcome.success, origin.success),
-                "cost_per_success": cps,
-                "delta_cost_per_success": _difference(cps, origin_cps),
-            }
-        )
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    frame = frame.sort_values("delta_success", ascending=False, kind="stable").reset_index(drop=True)
+        row = {
+            "lever": lever,
+            "set": changes,
+            "success": outcome.success,
+            "delta_success": _difference(outcome.success, origin.success),
+            "cost_per_success": cps,
+            "delta_cost_per_success": _difference(cps, origin_cps),
+        }
+        if origin_utility is not None:
+            # every variant keeps the design's [utility] table, so each has a utility
+            utility = float(outcome.expected_utility)  # type: ignore[arg-type]
+            row["expected_utility"] = utility
+            row["delta_expected_utility"] = _difference(utility, origin_utility)
+        rows.append(row)
+    columns = list(COLUMNS) + (list(UTILITY_COLUMNS) if valued else [])
+    ranked_by = "delta_expected_utility" if valued else "delta_success"
+    frame = pd.DataFrame(rows, columns=columns)
+    frame = frame.sort_values(ranked_by, ascending=False, kind="stable").reset_index(drop=True)
     frame.attrs["baseline"] = {"success": origin.success, "cost_per_success": origin_cps}
+    if valued:
+        frame.attrs["baseline"]["expected_utility"] = origin_utility
+    frame.attrs["ranked_by"] = ranked_by
     return frame
 
 

@@ -282,6 +282,8 @@ def levers(ctx: Context) -> Section | None:
 
     figure = new_figure(7.5, 1.2 + 0.36 * len(frame))
     plot.levers(frame, ax=figure.add_subplot())
+    valued = "expected_utility" in frame.columns
+    utility = ("expected_utility", "delta_expected_utility") if valued else ()
     rows = [
         (
             row["lever"],
@@ -290,19 +292,24 @@ def levers(ctx: Context) -> Section | None:
             100 * row["delta_success"],
             row["cost_per_success"],
             row["delta_cost_per_success"],
+            *(row[key] for key in utility),
         )
         for row in frame.to_dict("records")
     ]
+    ranked = ("listed by the gain in expected utility (the scenario's [utility] table: a "
+              "change can raise success and lower utility, when it also ships more silent "
+              "failures or costs more than the table values it; the chart shows the change in "
+              "success)" if valued else "by the gain in end-to-end success")
     body = [
-        "<p>Every single change that applies to this design, evaluated exactly, by the gain "
-        "in end-to-end success. The keys set are what to change in the scenario file to "
+        f"<p>Every single change that applies to this design, evaluated exactly, {ranked}. "
+        "The keys set are what to change in the scenario file to "
         "check a row (<code>relsim levers</code> prints the same table).</p>",
         svg(figure, "levers", "Change in success from each single lever (percentage points)"),
         table(
             ("lever", "set", "success", "change (points)", f"cost per success{ctx.unit}",
-             f"change{ctx.unit}"),
+             f"change{ctx.unit}", *(("expected utility", "change") if valued else ())),
             rows,
-            numeric=(False, False, True, True, True, True),
+            numeric=(False, False, True, True, True, True, *((True, True) if valued else ())),
         ),
     ]
     return Section("levers", "The levers: which change buys the most", "\n".join(body), ("levers",))
