@@ -30,7 +30,8 @@ import numpy as np
 from relsim import checks
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import RelsimError, invalid
-from relsim.intervals import Z95, binomial_se, normal_interval, quantile_interval_ranks, wilson
+from relsim.intervals import (Z95, binomial_se, normal_interval, quantile_interval_ranks,
+                              wilson)
 from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model

@@ -191,13 +191,15 @@ def block_runner(trial: TrialModel, time: TimeModel) -> tuple[Callable[..., None
     times = timing(trial, time)
     design = given.design
     if eligible(given.exact, times):
-        def lanes(state: np.ndarray, *rows: np.ndarray) -> None:
-            run_lanes(state, design, times, *rows, False)
+        def lanes(state: np.ndarray, outcome: np.ndarray, attempts: np.ndarray,
+                  cost: np.ndarray, duration: np.ndarray) -> None:
+            run_lanes(state, design, times, outcome, attempts, cost, duration, False)
 
         return lanes, block_trials(trial, LANES_BLOCK_TRIALS)
     from relsim.timeline._kernel import run_trials
 
-    def one_by_one(state: np.ndarray, *rows: np.ndarray) -> None:
-        run_trials(state, design, times, *rows)
+    def one_by_one(state: np.ndarray, outcome: np.ndarray, attempts: np.ndarray,
+                   cost: np.ndarray, duration: np.ndarray) -> None:
+        run_trials(state, design, times, outcome, attempts, cost, duration)
 
     return one_by_one, block_trials(trial)

@@ -149,8 +149,8 @@ def _exp(v):
     p = p * r + _C0
     # 2**whole from the low bits of t (numba's stubs type an intrinsic's Python-level call
     # with its typing context first)
-    scale = _bits_float((_float_bits(t) - _ROUNDER_BITS + _EXPONENT_BIAS)  # type: ignore[call-arg]
-                        << _MANTISSA_BITS)
+    bits: int = _float_bits(t)  # type: ignore[call-arg]
+    scale: float = _bits_float((bits - _ROUNDER_BITS + _EXPONENT_BIAS) << _MANTISSA_BITS)
     return p * scale
 
 
@@ -164,7 +164,7 @@ def _candidate(x):
     # (numba's stubs type an intrinsic's Python-level call with its typing context first)
     whole = _bits_float(mantissa | _TWO52_BITS) - _TWO52  # type: ignore[call-arg]
     sign = np.int64((x >> _SHIFT_8) & _ONE) << _SIGN_SHIFT
-    z = _bits_float(_float_bits(whole * _ZIG_WIDTH[layer]) ^ sign)  # type: ignore[call-arg]
+    z = _bits_float(_float_bits(whole * _ZIG_WIDTH[layer]) ^ sign)
     return z, mantissa >= _ZIG_INNER[layer]
 
 
