@@ -402,10 +402,10 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
     # exp(-crash_rate * end), the chance of no crash by the end, less the margin; without
     # crashes 2, above any 1 - u
     survive = np.full(LANES, 2.0)
-    # the counted attempts of a trial are at most steps * (1 + columns)
+    # the factors of a group: the dense rows, then room for a retry every other step a
+    # trial on average (grown when a group needs more)
     dense = steps * LANES
-    most = steps * (1 + columns) * LANES + GENERATOR_LANES
-    factor_rows = most if att_lognormal or ver_lognormal else GENERATOR_LANES
+    factor_rows = dense + (steps // 2 + 1) * LANES if att_lognormal or ver_lognormal else 1
     extra_at = np.empty(LANES, dtype=np.int64)
     longest = 0  # attempts of one trial, at most
     for i in range(steps):
@@ -482,6 +482,12 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
             extra_at[lane] = dense + total
             total += max(attempts[lane] - steps, 0)
         count = dense + -(-total // GENERATOR_LANES) * GENERATOR_LANES
+        if (att_lognormal or ver_lognormal) and count > raw.shape[0]:  # (refilled below)
+            raw = np.empty(2 * count, dtype=np.uint64)
+            normals = np.empty(2 * count)
+            edges = np.empty(2 * count, dtype=np.bool_)
+            att_factors = np.empty(2 * count if att_lognormal else 1)
+            ver_factors = np.empty(2 * count if ver_lognormal else 1)
         if att_lognormal:
             _draw_factors(s0, s1, s2, s3, raw, edges, normals, att_factors, count,
                           att_sigma)
