@@ -9,23 +9,24 @@ section 7's durations added:
 
 - section 3 as ``run_simple`` draws it: one 32-bit uniform per step execution, inverted
   through the step's table (``_draws.execution_table``), the attempts and the outcome counted
-  for 64 trials at once;
+  for 64 trials at once (a trial that runs out of retries masked from that step on);
 - the durations of a group's attempts: one lognormal factor ``exp(sigma z)`` per trial and
-  attempt, drawn for every trial of the group up to the group's longest trial (ziggurat
-  normals without a branch, their exponentials in vector instructions), and summed per trial
-  over its own attempts; a constant duration is its count times the value, a lognormal one
-  its median times its factors' sum, and the verifications likewise;
+  attempt (ziggurat normals without a branch, their exponentials in vector instructions),
+  summed per trial over its own attempts in their order; a constant duration is its count
+  times the value, a lognormal one its median times its factors' sum, and the
+  verifications likewise;
 - the crash clock (one 53-bit uniform per trial) and the deadline compared with the trial's
   end once: a trial that ends before both (its end strictly before the deadline, its crash
   clock ringing after its end by a margin of 1e-9 relative, which an exponential
   without a logarithm tells) keeps the vector pass's outcome, attempts and duration.
 
-Every other trial (it ran out of retries, ran longer than the vector pass counts, met the
-task-wide budget, or may meet the deadline or the crash clock) is replayed one action at a
-time from the same uniforms and factors (``_replay``, which is the definition, section 7's
-pseudo-code: an attempt is booked as it starts, the clock advances by each timed action,
-and the crash clock, the deadline and the end of the action are compared as the simpy path's
-events are: ``_kernel._advance``). The clock after an action is written as the vector pass
+Every other trial (it ran longer than the vector pass counts or met the task-wide budget, or
+it may meet the deadline or the crash clock) is replayed one action at a time from the same
+uniforms and factors (``_replay``, which is the definition, section 7's pseudo-code: an
+attempt is booked as it starts, the clock advances by each timed action, and the crash
+clock, the deadline and the end of the action are compared as the simpy path's events are:
+``_kernel._advance``; a trial whose section 3 the pass resolved is walked from the pass's
+counts of attempts per step, ``_walk``, without drawing section 3 again). The clock after an action is written as the vector pass
 writes a trial's end (``a * (sum of the attempts' factors so far) + b * (sum of the
 verifications' factors so far)``), so a trial that the vector pass keeps is the trial that
 its replay gives, bit for bit (``tests/test_timeline_kernel.py`` replays every trial and
@@ -155,32 +156,38 @@ def _exp(v):
 
 
 @numba.njit(inline="always")
-def _candidate(x):
-    """``_kernels._ziggurat_fast`` without an integer-to-float conversion (which AVX2 does
+def _candidate(x, width):
+    """``_kernels._ziggurat_fast`` of the output ``x`` whose layer's width (its
+    ``_ZIG_WIDTH``) is ``width``, without an integer-to-float conversion (which AVX2 does
     not have in vector form): the 52-bit mantissa made a float by its bits, the sign put in
-    by its bit. The same value (a zero may come out as -0.0)."""
-    layer = np.intp(x & _LOW_8)
+    by its bit. The same value (a zero may come out as -0.0), and the mantissa."""
     mantissa = np.int64((x >> _SHIFT_9) & _LOW_52)
     # (numba's stubs type an intrinsic's Python-level call with its typing context first)
     whole = _bits_float(mantissa | _TWO52_BITS) - _TWO52  # type: ignore[call-arg]
     sign = np.int64((x >> _SHIFT_8) & _ONE) << _SIGN_SHIFT
-    z = _bits_float(_float_bits(whole * _ZIG_WIDTH[layer]) ^ sign)
-    return z, mantissa >= _ZIG_INNER[layer]
+    return _bits_float(_float_bits(whole * width) ^ sign), mantissa
 
 
 @numba.njit(nogil=True, cache=True, fastmath={"contract"})
-def _draw_factors(s0, s1, s2, s3, raw, edges, normals, out, count, sigma):
+def _draw_factors(s0, s1, s2, s3, raw, edges, normals, inners, out, count, sigma):
     """``out[:count] = exp(sigma z)`` for ``count`` (a multiple of ``GENERATOR_LANES``)
     fresh standard normals ``z`` (``_draws._normal``'s ziggurat): the 16 streams stepped
-    together, the ziggurat's fast path without a branch, its rare cases (``edges``) in
-    order from the first stream alone, the exponentials side by side (``_exp``, its
-    multiply-adds fused: a function of its own, so that nothing of the kernel's own
-    arithmetic is fused, which its replay would not be)."""
+    together; the layers' table entries looked up in a loop of their own (LLVM makes no
+    AVX2 gather of them), so that the ziggurat's fast path runs in vector instructions, with
+    no branch; its rare cases (``edges``) in order from the first stream alone; the
+    exponentials side by side (``_exp``, its multiply-adds fused: a function of its own, so
+    that nothing of the kernel's own arithmetic is fused, which its replay would not be).
+    ``inners`` and ``out`` (the layers' widths at first) are scratch until the end."""
     for at in range(0, count, GENERATOR_LANES):
         _step_lanes(s0, s1, s2, s3, raw, at)
+    for k in range(count):
+        layer = np.intp(raw[k] & _LOW_8)
+        out[k] = _ZIG_WIDTH[layer]
+        inners[k] = _ZIG_INNER[layer]
     n_edges = 0
     for k in range(count):
-        z, edge = _candidate(raw[k])
+        z, mantissa = _candidate(raw[k], out[k])
+        edge = mantissa >= inners[k]
         normals[k] = sigma * z
         edges[k] = edge
         n_edges += edge
@@ -269,10 +276,11 @@ def _executions(outputs, lane, accept_correct, accept_any, width, per_step, tota
 
 
 @numba.njit(inline="always")
-def _walk(executed, last_step, outcome, lane, steps, att_factors, ver_factors, extra_at,
-          extras, att_spare, ver_spare, att_a, att_lognormal, ver_a, ver_lognormal, crash_at,
-          deadline):
-    """Section 7 of a trial whose executions ``_executions`` gave: each attempt booked as
+def _walk(executed, stride, last_step, outcome, lane, steps, att_factors, ver_factors,
+          extra_at, extras, att_spare, ver_spare, att_a, att_lognormal, ver_a, ver_lognormal,
+          crash_at, deadline):
+    """Section 7 of a trial whose step ``i`` made ``executed[i * stride]`` attempts (from
+    ``_executions``, or the vector pass's counts): each attempt booked as
     it starts, its duration and its verification's taking the clock to
     ``att_a * A + ver_a * V`` (``A`` and ``V`` the sums of the factors so far,
     ``_factor``'s), each end compared with the crash clock ``crash_at`` and the deadline as
@@ -284,7 +292,7 @@ def _walk(executed, last_step, outcome, lane, steps, att_factors, ver_factors, e
     now = 0.0
     overdue = False
     for i in range(last_step + 1):
-        for _ in range(executed[i]):
+        for _ in range(executed[i * stride]):
             f = _factor(att_factors, att_spare, attempts, lane, steps, extras, extra_at,
                         att_lognormal)
             g = _factor(ver_factors, ver_spare, attempts, lane, steps, extras, extra_at,
@@ -329,7 +337,7 @@ def _replay(outputs, lane, accept_correct, accept_any, width, per_step, total_re
     crash_at = math.inf
     if crash_rate > 0.0:
         crash_at = -math.log1p(-crash_u) / crash_rate
-    return _walk(executed, last_step, outcome, lane, steps, att_factors, ver_factors,
+    return _walk(executed, 1, last_step, outcome, lane, steps, att_factors, ver_factors,
                  extra_at, extras, att_spare, ver_spare, att_a, att_lognormal, ver_a,
                  ver_lognormal, crash_at, deadline)
 
@@ -344,9 +352,17 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
     Per group of 64 trials, from the block's generator (``state``, updated in place: the 16
     streams stepped together): one output row per two steps (``run_simple``'s uniforms), one
     for the crash clocks (when ``crash_rate > 0``), and for a lognormal attempt (then a
-    lognormal verification) one row of normals per attempt of the group's longest trial as
-    the vector pass counts it. The ziggurat's rare cases, the replayed trials' chunks past
-    their table and their factors past those rows come from the first stream alone, in order.
+    lognormal verification) a normal per attempt: a row of 64 for each of the first
+    ``steps`` attempts, then each trial's further attempts, as the vector pass counts them,
+    one after another (``_factor``). The ziggurat's rare cases, the replayed trials' chunks
+    past their table and their factors past those the group drew come from the first stream
+    alone, in order.
+
+    The vector pass counts each step's attempts as ``run_simple`` does, with a mask that
+    ends a trial at the step that runs out of retries (a detected failure, kept by the
+    pass when that step's row is counted whole). A trial that the pass resolves but that the
+    deadline or its crash clock may end is walked action by action from the pass's counts
+    (``_walk``); one that the pass does not resolve is replayed (``_replay``).
     ``replay_all`` replays every trial (the tests: the same trials, bit for bit).
 
     Parameters
@@ -414,9 +430,11 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
     att_spare = np.empty(longest if att_lognormal else 1)
     ver_spare = np.empty(longest if ver_lognormal else 1)
     executed = np.empty(steps, dtype=np.int64)
+    counts = np.empty(steps * LANES, dtype=np.int64)  # [i * LANES + lane]: step i's attempts
     raw = np.empty(factor_rows, dtype=np.uint64)
     normals = np.empty(factor_rows)
     edges = np.empty(factor_rows, dtype=np.bool_)
+    inners = np.empty(factor_rows, dtype=np.int64)
     att_factors = np.empty(factor_rows if att_lognormal else 1)
     ver_factors = np.empty(factor_rows if ver_lognormal else 1)
     s0 = np.empty(GENERATOR_LANES, dtype=np.uint64)
@@ -448,13 +466,14 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
             else:
                 for lane in range(LANES):
                     uniforms[lane] = np.int64(outputs[row + lane] & _LOW_32)
+            here = counts[i * LANES:(i + 1) * LANES]  # this step's attempts, by trial
             for lane in range(LANES):  # (a trial that ended makes no more attempts)
                 executions[lane] += alive[lane]
-                attempts[lane] += alive[lane]
+                here[lane] = alive[lane]
             for j in range(columns):
                 level = accept_any[i, j]
                 for lane in range(LANES):
-                    attempts[lane] += alive[lane] & (uniforms[lane] >= level)
+                    here[lane] += alive[lane] & (uniforms[lane] >= level)
             if can_be_wrong:
                 for j in range(columns):
                     level = accept_correct[i, j]
@@ -464,11 +483,13 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
             if whole[i]:  # out of retries: width[i] attempts, one less than counted
                 for lane in range(LANES):
                     failed = alive[lane] & (uniforms[lane] >= level)
-                    attempts[lane] -= failed
+                    here[lane] -= failed
                     alive[lane] -= failed
             else:
                 for lane in range(LANES):
                     replay[lane] |= alive[lane] & (uniforms[lane] >= level)
+            for lane in range(LANES):
+                attempts[lane] += here[lane]
         # ---- section 7: the crash clocks, then the durations of the counted attempts
         if crash_rate > 0.0:
             for at in range(0, LANES, GENERATOR_LANES):
@@ -486,17 +507,18 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
             raw = np.empty(2 * count, dtype=np.uint64)
             normals = np.empty(2 * count)
             edges = np.empty(2 * count, dtype=np.bool_)
+            inners = np.empty(2 * count, dtype=np.int64)
             att_factors = np.empty(2 * count if att_lognormal else 1)
             ver_factors = np.empty(2 * count if ver_lognormal else 1)
         if att_lognormal:
-            _draw_factors(s0, s1, s2, s3, raw, edges, normals, att_factors, count,
+            _draw_factors(s0, s1, s2, s3, raw, edges, normals, inners, att_factors, count,
                           att_sigma)
             _sum_factors(att_factors, steps, extra_at, attempts, att_sum)
         else:
             for lane in range(LANES):
                 att_sum[lane] = float(attempts[lane])
         if ver_lognormal:
-            _draw_factors(s0, s1, s2, s3, raw, edges, normals, ver_factors, count,
+            _draw_factors(s0, s1, s2, s3, raw, edges, normals, inners, ver_factors, count,
                           ver_sigma)
             _sum_factors(ver_factors, steps, extra_at, attempts, ver_sum)
         else:
@@ -514,15 +536,27 @@ def run_lanes(state, design, timing, outcome_out, attempts_out, cost_out, durati
             row = trial + lane
             kept = (not replay_all and not replay[lane] and retries <= total_retries
                     and end[lane] < deadline and 1.0 - crash_u[lane] < survive[lane])
+            resolved = not replay_all and not replay[lane] and retries <= total_retries
+            if not alive[lane]:
+                outcome = _DETECTED
+            elif passed_correct[lane] > retries:
+                outcome = _SILENT
+            else:
+                outcome = _SUCCESS
             if kept:
                 made = attempts[lane]
-                if not alive[lane]:
-                    outcome_out[row] = _DETECTED
-                elif passed_correct[lane] > retries:
-                    outcome_out[row] = _SILENT
-                else:
-                    outcome_out[row] = _SUCCESS
+                outcome_out[row] = outcome
                 duration_out[row] = end[lane]
+            elif resolved:  # the deadline or the crash clock may end it: walk its actions
+                crash_at = math.inf
+                if crash_rate > 0.0:
+                    crash_at = -math.log1p(-crash_u[lane]) / crash_rate
+                outcome, made, seconds = _walk(
+                    counts[lane:], LANES, steps - 1, outcome, lane, steps, att_factors,
+                    ver_factors, extra_at[lane], max(attempts[lane] - steps, 0), att_spare,
+                    ver_spare, att_a, att_lognormal, ver_a, ver_lognormal, crash_at, deadline)
+                outcome_out[row] = outcome
+                duration_out[row] = seconds
             else:
                 outcome, made, seconds = _replay(
                     outputs, lane, accept_correct, accept_any, width, per_step, total_retries,
