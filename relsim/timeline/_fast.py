@@ -1,12 +1,15 @@
 """The timeline's compiled path: when it runs, its inputs, its seeding and its threads.
 
-Private; numpy only at import (the numba kernel, :mod:`relsim.timeline._kernel`, is imported
-when a run takes this path). Independent trials (batch arrivals, nothing shared) whose model
-has none of docs/model.md section 8's tables, run without an event log (``record=0``), need
-no simpy: :func:`run` runs them in the kernel, in blocks of :func:`block_trials`. Block ``b``
-draws from its own generator, seeded by ``SeedSequence(seed, spawn_key=(2, b))`` (the simpy
-path's trials use ``(0, k)``, a workload's arrivals ``(1,)``), and writes its own rows of the
-tally, so the same seed gives the same trials whatever the number of threads.
+Private; numpy only at import (the numba kernels, :mod:`relsim.timeline._lanes` and
+:mod:`relsim.timeline._kernel`, are imported when a run takes this path). Independent trials
+(batch arrivals, nothing shared) whose model has none of docs/model.md section 8's tables,
+run without an event log (``record=0``), need no simpy: :func:`run` runs them in a kernel
+(:func:`block_runner`: the vectorised ``_lanes.run_lanes`` on the chains it takes, else
+``_kernel.run_trials``, one trial after another), in blocks of :func:`block_trials`. Block
+``b`` draws from its own generator, seeded by ``SeedSequence(seed, spawn_key=(2, b))`` (the
+simpy path's trials use ``(0, k)``, a workload's arrivals ``(1,)``), and writes its own rows
+of the tally, so the same seed gives the same trials whatever the number of threads; then
+the tally's estimates come from numba passes over its columns (``_summary.Summary``).
 """
 
 from __future__ import annotations
