@@ -27,6 +27,7 @@ __all__ = [
     "p_value_by_inversion",
     "percentile_interval",
     "quantile_interval",
+    "quantile_interval_ranks",
     "sign_test",
     "t_interval",
     "wilson",
@@ -146,7 +147,13 @@ def quantile_interval(values: Any, q: float, confidence: float = 0.95, *,
 
 def quantile_interval_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int]:
     """The 0-based ranks, among ``n >= 1`` sorted values, of :func:`quantile_interval`'s
-    two order statistics."""
+    two order statistics.
+
+    Examples
+    --------
+    >>> quantile_interval_ranks(100, 0.5)  # the 40th and 61st of 100
+    (39, 60)
+    """
     from scipy import stats
 
     low = int(stats.binom.ppf((1.0 - confidence) / 2, n, q))
