@@ -8,6 +8,9 @@ Each figure is a whole call (checks, seeding, the kernel, the estimates), the ke
 from numba's cache by a warm-up call first. The machine is shared and noisy: ``--rounds N``
 measures the table N times, the paths in turn each round, and prints the median of each
 ratio with the load averages. Goal: the compiled path at >= 0.1x Monte Carlo's trials/s.
+A scenario that the compiled path runs on its vectorised lane (``relsim.timeline._lanes``: R1
+here) is also run with that lane turned off ("compiled, one by one": ``_kernel.run_trials``,
+what ran it before the lane), in the same rounds.
 
     python3 benchmarks/timeline_kernel_speed.py [--rounds 3] [--threads 2]
 """
@@ -58,18 +61,30 @@ def trial_model_only(scenario: dict) -> dict:
     return {k: v for k, v in scenario.items() if k not in TIME_TABLES}
 
 
-def kernel(scenario: dict, trials: int, threads: int) -> float:
+def kernel(scenario: dict, trials: int, threads: int, lanes: bool = True) -> float:
     from relsim import simulate_timeline
-    from relsim.timeline import _driver
+    from relsim.timeline import _driver, _lanes
 
+    eligible = _lanes.eligible
     _driver._PATH = "compiled"  # the warm-up's few trials too (by default they run on simpy)
+    if not lanes:
+        _lanes.eligible = lambda *args: False  # type: ignore[assignment]
     try:
         start = time.perf_counter()
         out = simulate_timeline(scenario, trials=trials, seed=1, threads=threads)
     finally:
         _driver._PATH = None
+        _lanes.eligible = eligible
     assert out.simpy_events == 0
     return trials / (time.perf_counter() - start)
+
+
+def takes_lanes(scenario: dict) -> bool:
+    from relsim.scenario import as_scenario, time_model, trial_model
+    from relsim.timeline._fast import block_runner
+
+    model = as_scenario(scenario)
+    return block_runner(trial_model(model), time_model(model))[0].__name__ == "lanes"
 
 
 def simpy_path(scenario: dict, trials: int) -> float:
@@ -116,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = (EVERY_TABLE, R1_TIMED)
     for scenario in scenarios:  # load every kernel from numba's cache (or compile it)
         kernel(scenario, 1000, args.threads)
+        kernel(scenario, 1000, args.threads, lanes=False)
         montecarlo(scenario, 1000, args.threads)
     rows: dict[tuple[str, str], list[float]] = {}
     for r in range(args.rounds):
@@ -126,10 +142,16 @@ def main(argv: list[str] | None = None) -> int:
                 "compiled": kernel(scenario, args.kernel_trials, args.threads),
                 "simpy": simpy_path(scenario, args.simpy_trials),
             }
+            if takes_lanes(scenario):
+                figures["compiled, one by one"] = kernel(scenario, args.kernel_trials,
+                                                         args.threads, lanes=False)
             for path, value in figures.items():
                 rows.setdefault((name, path), []).append(value)
             rows.setdefault((name, "compiled / montecarlo"), []).append(
                 figures["compiled"] / figures["montecarlo"])
+            if "compiled, one by one" in figures:
+                rows.setdefault((name, "one by one / montecarlo"), []).append(
+                    figures["compiled, one by one"] / figures["montecarlo"])
             rows.setdefault((name, "simpy / montecarlo"), []).append(
                 figures["simpy"] / figures["montecarlo"])
             rows.setdefault((name, "compiled / simpy"), []).append(

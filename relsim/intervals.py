@@ -27,6 +27,7 @@ __all__ = [
     "p_value_by_inversion",
     "percentile_interval",
     "quantile_interval",
+    "quantile_interval_ranks",
     "sign_test",
     "t_interval",
     "wilson",
@@ -133,7 +134,6 @@ def quantile_interval(values: Any, q: float, confidence: float = 0.95, *,
     (40.0, 61.0)
     """
     import numpy as np
-    from scipy import stats
 
     x = np.asarray(values, dtype=float)
     if not presorted:
@@ -141,9 +141,24 @@ def quantile_interval(values: Any, q: float, confidence: float = 0.95, *,
     n = x.size
     if n == 0:
         return (math.nan, math.nan)
+    low, high = quantile_interval_ranks(n, q, confidence)
+    return (float(x[low]), float(x[high]))
+
+
+def quantile_interval_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int]:
+    """The 0-based ranks, among ``n >= 1`` sorted values, of :func:`quantile_interval`'s
+    two order statistics.
+
+    Examples
+    --------
+    >>> quantile_interval_ranks(100, 0.5)  # the 40th and 61st of 100
+    (39, 60)
+    """
+    from scipy import stats
+
     low = int(stats.binom.ppf((1.0 - confidence) / 2, n, q))
     high = int(stats.binom.ppf((1.0 + confidence) / 2, n, q)) + 1
-    return (float(x[min(max(low, 1), n) - 1]), float(x[min(max(high, 1), n) - 1]))
+    return min(max(low, 1), n) - 1, min(max(high, 1), n) - 1
 
 
 def percentile_interval(replicates: Any, confidence: float = 0.95) -> tuple[float, float]:

@@ -21,7 +21,7 @@ import pytest
 from relsim import simulate_timeline
 from relsim.scenario.time_tables import Backoff, backoff_wait
 from relsim.timeline import _driver
-from relsim.timeline._fast import BLOCK_TRIALS
+from relsim.timeline._fast import BLOCK_TRIALS, LANES_BLOCK_TRIALS
 
 SIGMAS = 5.0
 SIMPY_TRIALS = 3000
@@ -90,8 +90,47 @@ CRASHES = {
     "infra": {"crash_per_hour": 3},
 }
 
+#: The vectorised lane (relsim.timeline._lanes: no checkpoints, effects or confusion, one
+#: attempt duration): lognormal attempts and verifications (two sigmas), a task-wide budget
+#: that cuts executions short, wrong acceptances, a deadline that cuts about a third of the
+#: trials and crashes that end a fifth: the replay runs often.
+LANES_LOGNORMAL = {
+    "steps": 6,
+    "p": [0.9, 0.8, 0.85, 0.9, 0.75, 0.9],
+    "verifier": {"miss": 0.15, "false_reject": 0.05},
+    "retries": {"per_step": 2, "total": 4},
+    "timing": {"attempt": {"median": 8, "p95": 30}, "verify": {"median": 2, "p95": 4},
+               "deadline": 110},
+    "infra": {"crash_per_hour": 8},
+}
+
+#: Constant durations whose sums meet the deadline on the dot (6 attempts of 12 s in 72 s:
+#: a success; a 7th is booked and times out), crashes, wrong acceptances.
+LANES_CONSTANT = {
+    "steps": 5,
+    "p": 0.8,
+    "verifier": {"miss": 0.2},
+    "retries": {"per_step": 1},
+    "timing": {"attempt": 10, "verify": 2, "deadline": 72},
+    "infra": {"crash_per_hour": 4},
+}
+
+#: Executions longer than the vector pass counts (8 attempts) and than a table's row (32):
+#: replayed, with fresh uniforms and factors; no verification time, no deadline.
+LANES_LONG = {
+    "steps": 3,
+    "p": 0.2,
+    "verifier": {"miss": 0.0},
+    "retries": {"per_step": 40},
+    "timing": {"attempt": {"median": 1, "p95": 3}},
+    "infra": {"crash_per_hour": 100},
+}
+
+LANE_SCENARIOS = {"lanes lognormal": LANES_LOGNORMAL, "lanes constant": LANES_CONSTANT,
+                  "lanes long": LANES_LONG}
+
 SCENARIOS = {"random times": RANDOM_TIMES, "ties and checkpoints": TIES_AND_CHECKPOINTS,
-             "no time": NO_TIME, "crashes": CRASHES}
+             "no time": NO_TIME, "crashes": CRASHES, **LANE_SCENARIOS}
 
 
 def _run(scenario, trials, seed, simpy, monkeypatch, **kwargs):
@@ -140,6 +179,65 @@ def test_the_scenarios_exercise_what_they_cover(simpy_runs):
     assert ties.timeout > 0.05 and ties.silent_failure > 0.01 and ties.detected_failure > 0.01
     assert simpy_runs["no time"].duration["p99"] == 0.0
     assert simpy_runs["crashes"].infra_failure > 0.1
+    lognormal, constant = simpy_runs["lanes lognormal"], simpy_runs["lanes constant"]
+    assert lognormal.timeout > 0.2 and lognormal.infra_failure > 0.1
+    assert lognormal.silent_failure > 0.01 and lognormal.detected_failure > 0.02
+    assert constant.timeout > 0.1 and constant.infra_failure > 0.02
+    assert constant.silent_failure > 0.05 and constant.duration["p99"] == 72.0
+    assert simpy_runs["lanes long"].infra_failure > 0.01
+
+
+def _kernel_of(scenario) -> str:
+    from relsim.scenario import as_scenario, time_model, trial_model
+    from relsim.timeline._fast import block_runner
+
+    scenario = as_scenario(scenario)
+    return block_runner(trial_model(scenario), time_model(scenario))[0].__name__
+
+
+def test_run_simples_chains_take_the_vectorised_lane():
+    # relsim.timeline._lanes.eligible: Monte Carlo's fast kernel's chains with one attempt
+    # duration (constant or lognormal), a constant or lognormal verification, no backoff
+    for scenario in LANE_SCENARIOS.values():
+        assert _kernel_of(scenario) == "lanes"
+    no_checkpoints = {k: v for k, v in NO_TIME.items() if k != "checkpoints"}
+    assert _kernel_of(no_checkpoints) == "lanes"  # no time tables at all
+    timing = LANES_LOGNORMAL["timing"]
+    for other in (RANDOM_TIMES, TIES_AND_CHECKPOINTS, NO_TIME, CRASHES,  # checkpoints, ...
+                  {**LANES_LOGNORMAL, "timing": {**timing, "attempt": [5, 6, 5, 5, 5, 5]}},
+                  {**LANES_LOGNORMAL, "timing": {**timing, "verify": {"mean": 2}}},
+                  {**LANES_LOGNORMAL, "timing": {**timing, "backoff": {"base": 1}}},
+                  {**LANES_LOGNORMAL, "cost": {"attempt": [1.0, 2.0, 1.0, 1.0, 1.0, 1.0]}}):
+        assert _kernel_of(other) == "one_by_one"
+
+
+@pytest.mark.parametrize("name", list(LANE_SCENARIOS))
+def test_the_vectorised_lane_keeps_the_trials_its_replay_gives(name):
+    # the vector pass keeps the trials that neither the deadline nor the crash clock can
+    # reach and that section 3 resolves; replaying every trial one action at a time from
+    # the same draws must give the very same trials, bit for bit, and leave the generator
+    # in the same state (relsim.montecarlo's replay test, with time)
+    from relsim.montecarlo._checks import block_state
+    from relsim.montecarlo._inputs import kernel_input
+    from relsim.scenario import as_scenario, time_model, trial_model
+    from relsim.timeline._fast import timing
+    from relsim.timeline._lanes import run_lanes
+
+    scenario = as_scenario(LANE_SCENARIOS[name])
+    trial, time = trial_model(scenario), time_model(scenario)
+    design, times = kernel_input(trial).design, timing(trial, time)
+    runs = []
+    for replay_all in (False, True):
+        state = block_state(np.random.SeedSequence(5), 0)
+        columns = (np.empty(20_000, dtype=np.int8), np.empty(20_000, dtype=np.int64),
+                   np.empty(20_000), np.empty(20_000))
+        run_lanes(state, design, times, *columns, replay_all)
+        runs.append((state, *columns))
+    for kept, replayed in zip(*runs):
+        assert np.array_equal(kept, replayed)
+    # the outcomes the scenario is there for (codes: success, silent, detected, timeout, crash)
+    there_for = {"lanes long": [0, 2, 4]}.get(name, [0, 1, 2, 3, 4])
+    assert np.unique(runs[0][1]).tolist() == there_for
 
 
 def test_a_perturbed_scenario_is_rejected(simpy_runs, monkeypatch):
@@ -149,6 +247,12 @@ def test_a_perturbed_scenario_is_rejected(simpy_runs, monkeypatch):
         {"mean": 11.5}, {"median": 9.2, "p95": 9.2}]}}
     kernel = _run(slower, KERNEL_TRIALS, 12, False, monkeypatch)
     assert _disagreements(kernel, simpy_runs["random times"]) != []
+    # and on the vectorised lane
+    slower = {**LANES_LOGNORMAL, "timing": {**LANES_LOGNORMAL["timing"],
+                                            "attempt": {"median": 9.2, "p95": 34.5}}}
+    kernel = _run(slower, KERNEL_TRIALS, 12, False, monkeypatch)
+    assert _kernel_of(slower) == "lanes"
+    assert _disagreements(kernel, simpy_runs["lanes lognormal"]) != []
 
 
 def test_a_constant_chain_lasts_its_attempts_times_their_length(monkeypatch):
@@ -174,13 +278,16 @@ def test_a_deadline_met_on_the_dot(steps, outcome, attempts, monkeypatch):
         assert out.expected_attempts == attempts and out.duration["p99"] == 30.0
 
 
-def test_the_same_seed_gives_the_same_answer_for_any_thread_count(monkeypatch):
-    trials = 3 * BLOCK_TRIALS + 5  # four blocks, the last partial
-    one = _run(RANDOM_TIMES, trials, 7, False, monkeypatch, threads=1)
-    two = _run(RANDOM_TIMES, trials, 7, False, monkeypatch, threads=2)
-    again = _run(RANDOM_TIMES, trials, 7, False, monkeypatch, threads=3)
+@pytest.mark.parametrize("scenario, block", [(RANDOM_TIMES, BLOCK_TRIALS),
+                                             (LANES_LOGNORMAL, LANES_BLOCK_TRIALS)],
+                         ids=["one by one", "lanes"])
+def test_the_same_seed_gives_the_same_answer_for_any_thread_count(scenario, block, monkeypatch):
+    trials = 3 * block + 5  # four blocks, the last partial
+    one = _run(scenario, trials, 7, False, monkeypatch, threads=1)
+    two = _run(scenario, trials, 7, False, monkeypatch, threads=2)
+    again = _run(scenario, trials, 7, False, monkeypatch, threads=3)
     assert one.to_dict() == two.to_dict() == again.to_dict()
-    other = _run(RANDOM_TIMES, trials, 8, False, monkeypatch, threads=2)
+    other = _run(scenario, trials, 8, False, monkeypatch, threads=2)
     assert other.to_dict() != one.to_dict()
 
 
@@ -265,3 +372,51 @@ def test_a_stop_gives_the_finished_blocks_marked_partial(monkeypatch):
         out = _run(NO_TIME, 10 * BLOCK_TRIALS, 1, False, monkeypatch, threads=1, progress=progress)
     assert out.partial and 0 < out.trials < 10 * BLOCK_TRIALS and calls == [BLOCK_TRIALS]
     assert out.success + out.silent_failure + out.detected_failure == pytest.approx(1.0)
+
+
+def _numpy_tally_figures(outcome, attempts, cost, duration):
+    """What the tally computed before the compiled path had its summary: numpy's."""
+    from relsim.intervals import quantile_interval
+
+    ordered = np.sort(duration)
+    percents = (0.5, 0.9, 0.99)
+    return {
+        "counts": np.bincount(outcome, minlength=5).tolist(),
+        "moments": [(float(x.mean()), float(x.var())) for x in (attempts, cost, duration)],
+        "cov": float(np.mean((cost - cost.mean()) * ((outcome == 0) - (outcome == 0).mean()))),
+        "quantiles": [float(v) for v in np.quantile(duration, percents, method="inverted_cdf")],
+        "intervals": [quantile_interval(ordered, q, presorted=True) for q in percents],
+    }
+
+
+@pytest.mark.parametrize("n, kind", [(1, "lognormal"), (7, "lognormal"), (1000, "ties"),
+                                     (300_001, "lognormal"), (300_001, "ties"),
+                                     (300_001, "few values")])
+def test_the_compiled_summary_is_numpys(n, kind):
+    # relsim.timeline._summary.Summary (numba passes, order statistics picked from brackets)
+    # against numpy's moments, np.quantile and a sort, through the tally's own code
+    from relsim.scenario import as_scenario, time_model, trial_model
+    from relsim.timeline._driver import _Tally, build_model
+    from relsim.timeline._summary import Summary
+
+    rng = np.random.default_rng(n)
+    outcome = rng.choice(np.array([0, 1, 2, 3, 4], dtype=np.int8), n, p=[.8, .05, .05, .05, .05])
+    attempts = rng.poisson(20, n).astype(np.int64)
+    cost = attempts * 0.75
+    duration = {"lognormal": rng.lognormal(5.0, 0.4, n), "ties": np.full(n, 72.0),
+                "few values": rng.integers(0, 4, n) * 12.0}[kind]
+    expected = _numpy_tally_figures(outcome, attempts, cost, duration)
+    summary = Summary(outcome, attempts, cost, duration, 5)
+    assert summary.counts.tolist() == expected["counts"]
+    got = summary.moments
+    for k, (mean, var) in enumerate(expected["moments"]):
+        assert got[2 * k] == pytest.approx(mean, rel=1e-12)
+        assert got[2 * k + 1] == pytest.approx(var, rel=1e-9, abs=1e-12)
+    assert got[6] == pytest.approx(expected["cov"], rel=1e-9, abs=1e-12)
+    scenario = as_scenario(LANES_CONSTANT)
+    tally = _Tally(n, build_model(trial_model(scenario), time_model(scenario)))
+    tally.outcome_code[:], tally.duration[:] = outcome, duration
+    for compiled in (None, summary):  # the tally's two ways to the order statistics
+        tally.compiled = compiled
+        quantiles, bounds = tally._duration_percentiles(slice(None))
+        assert quantiles == expected["quantiles"] and bounds == expected["intervals"]

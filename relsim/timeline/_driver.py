@@ -30,7 +30,8 @@ import numpy as np
 from relsim import checks
 from relsim._running import InterruptFlag, check_int, check_seed
 from relsim.errors import RelsimError, invalid
-from relsim.intervals import Z95, binomial_se, normal_interval, quantile_interval, wilson
+from relsim.intervals import (Z95, binomial_se, normal_interval, quantile_interval_ranks,
+                              wilson)
 from relsim.limits import memory_limit, time_limit
 from relsim.results import EVENT_COLUMNS, TIMELINE_PROPORTIONS, Estimate, Tally, TimelineOutcome, estimate
 from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_model
@@ -544,6 +545,9 @@ class _Tally:
         self.last_end = -math.inf
         self.done = 0
         self.fleets: list[Fleet] = []
+        # the compiled path's moments and order statistics (relsim.timeline._summary.Summary),
+        # set by relsim.timeline._fast when every trial ended
+        self.compiled: Any = None
 
     def add(self, trial: Trial, outcome: int, end: float) -> None:
         k = trial.index
@@ -585,17 +589,23 @@ class _Tally:
         ended = self._ended()
         codes = self.outcome_code[ended]
         n = codes.size
-        counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
-        cost = self.cost[ended]
-        succeeded = (codes == 0).astype(float)
+        if self.compiled is not None:
+            counts = self.compiled.counts
+            mean_a, var_a, mean_c, var_c, mean_d, var_d, cov = self.compiled.moments
+            means = {"expected_attempts": (mean_a, var_a), "expected_cost": (mean_c, var_c),
+                     "duration": (mean_d, var_d)}
+        else:
+            counts = np.bincount(codes, minlength=len(TIMELINE_PROPORTIONS))
+            cost = self.cost[ended]
+            succeeded = (codes == 0).astype(float)
+            means = {"expected_attempts": _moments(self.attempts[ended]),
+                     "expected_cost": _moments(cost),
+                     "duration": _moments(self.duration[ended])}
+            cov = float(np.mean((cost - cost.mean()) * (succeeded - succeeded.mean())))
         return estimate(Tally(
             trials=n,
             counts={key: int(counts[i]) for i, key in enumerate(TIMELINE_PROPORTIONS)},
-            means={"expected_attempts": _moments(self.attempts[ended]),
-                   "expected_cost": _moments(cost),
-                   "duration": _moments(self.duration[ended])},
-            cov_cost_success=float(np.mean((cost - cost.mean()) * (succeeded - succeeded.mean()))),
-            cost_unit=self.cost_unit,
+            means=means, cov_cost_success=float(cov), cost_unit=self.cost_unit,
         ))
 
     def outcome(self, time: TimeModel, seed: int | None, partial: bool, events: Any,
@@ -610,10 +620,8 @@ class _Tally:
         values = result.values
         se, intervals = dict(result.standard_errors), dict(result.intervals)
         se["duration_mean"], intervals["duration_mean"] = se["duration"], intervals["duration"]
-        duration = np.sort(self.duration[ended])
-        quantiles = np.quantile(duration, [q / 100 for q in PERCENTS], method="inverted_cdf")
-        for q in PERCENTS:
-            low, high = quantile_interval(duration, q / 100, presorted=True)
+        quantiles, bounds = self._duration_percentiles(ended)
+        for q, (low, high) in zip(PERCENTS, bounds):
             intervals[f"duration_p{q}"] = (low, high)
             se[f"duration_p{q}"] = (high - low) / (2 * Z95)
         for key in ("agents", "rate_limit", "llm", "reviewers"):  # nothing is shared
@@ -627,6 +635,28 @@ class _Tally:
         return _replications.finish(
             time, values, se, intervals, figures, trials=n, seed=seed, partial=partial,
             events=events, simpy_events=simpy_events)
+
+    def _duration_percentiles(self, ended: np.ndarray | slice
+                              ) -> tuple[list[float], list[tuple[float, float]]]:
+        """The :data:`PERCENTS` percentiles of the durations as ``np.quantile(duration, q,
+        method="inverted_cdf")`` gives them, and the intervals ``quantile_interval`` gives
+        them: order statistics, from a sort of the durations or, on the compiled path,
+        picked by ``_summary.Summary.order_statistics`` without one."""
+        duration = self.duration[ended]
+        n = duration.size
+        # numpy's inverted_cdf index (its _inverted_cdf): n q - 1, rounded up unless whole
+        index = n * np.array([q / 100 for q in PERCENTS], dtype=np.float64) - 1
+        previous = np.floor(index)
+        ranks = [int(k) for k in np.clip(np.where(index - previous == 0, previous,
+                                                  previous + 1), 0, n - 1)]
+        bounds = [quantile_interval_ranks(n, q / 100) for q in PERCENTS]
+        wanted = sorted({*ranks, *(k for pair in bounds for k in pair)})
+        if self.compiled is not None:
+            value = self.compiled.order_statistics(wanted)
+        else:
+            ordered = np.sort(duration)
+            value = {k: float(ordered[k]) for k in wanted}
+        return [value[k] for k in ranks], [(value[low], value[high]) for low, high in bounds]
 
     def _utilities(self, codes: np.ndarray, cost: np.ndarray) -> np.ndarray:
         """Each trial's utility: its outcome's value less ``cost_weight`` times its cost."""

@@ -1,12 +1,15 @@
 """The timeline's compiled path: when it runs, its inputs, its seeding and its threads.
 
-Private; numpy only at import (the numba kernel, :mod:`relsim.timeline._kernel`, is imported
-when a run takes this path). Independent trials (batch arrivals, nothing shared) whose model
-has none of docs/model.md section 8's tables, run without an event log (``record=0``), need
-no simpy: :func:`run` runs them in the kernel, in blocks of :func:`block_trials`. Block ``b``
-draws from its own generator, seeded by ``SeedSequence(seed, spawn_key=(2, b))`` (the simpy
-path's trials use ``(0, k)``, a workload's arrivals ``(1,)``), and writes its own rows of the
-tally, so the same seed gives the same trials whatever the number of threads.
+Private; numpy only at import (the numba kernels, :mod:`relsim.timeline._lanes` and
+:mod:`relsim.timeline._kernel`, are imported when a run takes this path). Independent trials
+(batch arrivals, nothing shared) whose model has none of docs/model.md section 8's tables,
+run without an event log (``record=0``), need no simpy: :func:`run` runs them in a kernel
+(:func:`block_runner`: the vectorised ``_lanes.run_lanes`` on the chains it takes, else
+``_kernel.run_trials``, one trial after another), in blocks of :func:`block_trials`. Block
+``b`` draws from its own generator, seeded by ``SeedSequence(seed, spawn_key=(2, b))`` (the
+simpy path's trials use ``(0, k)``, a workload's arrivals ``(1,)``), and writes its own rows
+of the tally, so the same seed gives the same trials whatever the number of threads; then
+the tally's estimates come from numba passes over its columns (``_summary.Summary``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Trials per block, at most: the unit of seeding (changing it changes the trials a seed
 #: draws) and of the work between two looks at Ctrl-C and the progress callback.
 BLOCK_TRIALS = 1 << 12
+#: The same on the vectorised kernel (``relsim.timeline._lanes``), whose trials are a few
+#: times faster: larger blocks, so that seeding a block (``SeedSequence``, about 70 us with
+#: the GIL held) stays a small part of its work.
+LANES_BLOCK_TRIALS = 1 << 14
 #: Expected attempts per block, at most: a scenario of long trials gets smaller blocks (a
 #: power of two, from its expected attempts: the same for every run of it), so that a stop
 #: is seen within a fraction of a second.
@@ -111,14 +118,15 @@ def timing(trial: TrialModel, time: TimeModel) -> Timing:
     )
 
 
-def block_trials(trial: TrialModel) -> int:
-    """Trials per block of a scenario: :data:`BLOCK_TRIALS`, halved until the block's
-    expected attempts (Monte Carlo's pessimistic expectation) are within
-    :data:`BLOCK_ATTEMPTS`; at least 1."""
+def block_trials(trial: TrialModel, most: int = BLOCK_TRIALS) -> int:
+    """Trials per block of a scenario: ``most`` (:data:`BLOCK_TRIALS`, or
+    :data:`LANES_BLOCK_TRIALS` on the vectorised kernel), halved until the block's expected
+    attempts (Monte Carlo's pessimistic expectation) are within :data:`BLOCK_ATTEMPTS`; at
+    least 1."""
     from relsim.montecarlo._estimate import expected_work
 
     attempts = max(1.0, expected_work(trial)[0])
-    size = BLOCK_TRIALS
+    size = most
     while size > 1 and size * attempts > BLOCK_ATTEMPTS:
         size //= 2
     return size
@@ -140,33 +148,61 @@ def run(trial: TrialModel, time: TimeModel, root: np.random.SeedSequence, trials
     ``relsim.timeline._driver._Tally``) row by row; False when Ctrl-C (or
     ``KeyboardInterrupt`` from ``progress``) stopped it before every block ran."""
     from relsim.montecarlo._checks import available_cores, block_state
-    from relsim.montecarlo._inputs import kernel_input
     from relsim.montecarlo._threads import run_in_order
-    from relsim.timeline._kernel import run_trials
 
-    design = kernel_input(trial, force_general=True).design
-    size = block_trials(trial)
-    times = timing(trial, time)
+    run_block_kernel, size = block_runner(trial, time)
     seeds = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, _SPAWN),
                                    pool_size=root.pool_size)
     outcome, attempts, cost, duration = tally.outcome_code, tally.attempts, tally.cost, tally.duration
     # compile (or load from numba's cache) here, on no trials, before any worker runs it
-    run_trials(block_state(seeds, 0), design, times, outcome[:0], attempts[:0], cost[:0],
-               duration[:0])
+    run_block_kernel(block_state(seeds, 0), outcome[:0], attempts[:0], cost[:0], duration[:0])
 
     def run_block(block: int, stop: "InterruptFlag") -> int:
         rows = slice(block * size, min((block + 1) * size, trials))
-        run_trials(block_state(seeds, block), design, times, outcome[rows], attempts[rows],
-                   cost[rows], duration[rows])
+        run_block_kernel(block_state(seeds, block), outcome[rows], attempts[rows], cost[rows],
+                         duration[rows])
         return rows.stop - rows.start
 
     blocks = -(-trials // size)
     workers = available_cores() if threads is None else threads
     done = run_in_order(iter(range(blocks)), run_block, _Count(), min(workers, blocks), progress)
     tally.done = done.trials
-    ended = outcome >= 0
+    if done.trials == trials:
+        from relsim.results import TIMELINE_PROPORTIONS
+        from relsim.timeline._summary import Summary
+
+        # the tally's estimates from numba passes rather than numpy's (every trial ended)
+        tally.compiled = Summary(outcome, attempts, cost, duration, len(TIMELINE_PROPORTIONS))
     if done.trials:
+        # every row when every block ran (a view), else the rows of the blocks that ran
+        ended = duration if done.trials == trials else duration[outcome >= 0]
         tally.first_arrival = 0.0
-        tally.last_end = float(duration[ended].max())
-        tally.held["agents"] = float(duration[ended].sum())  # each trial holds its own agent
+        tally.last_end = float(ended.max())
+        tally.held["agents"] = float(ended.sum())  # each trial holds its own agent
     return done.trials == trials
+
+
+def block_runner(trial: TrialModel, time: TimeModel) -> tuple[Callable[..., None], int]:
+    """``(f, size)``: ``f(state, outcome, attempts, cost, duration)`` runs one block's trials
+    from its generator's ``state``, on the vectorised kernel
+    (``relsim.timeline._lanes.run_lanes``) when it runs the scenario (``_lanes.eligible``),
+    else on ``_kernel.run_trials``; ``size`` the trials per block (:func:`block_trials`)."""
+    from relsim.montecarlo._inputs import kernel_input
+    from relsim.timeline._lanes import eligible, run_lanes
+
+    given = kernel_input(trial)
+    times = timing(trial, time)
+    design = given.design
+    if eligible(given.exact, times):
+        def lanes(state: np.ndarray, outcome: np.ndarray, attempts: np.ndarray,
+                  cost: np.ndarray, duration: np.ndarray) -> None:
+            run_lanes(state, design, times, outcome, attempts, cost, duration, False)
+
+        return lanes, block_trials(trial, LANES_BLOCK_TRIALS)
+    from relsim.timeline._kernel import run_trials
+
+    def one_by_one(state: np.ndarray, outcome: np.ndarray, attempts: np.ndarray,
+                   cost: np.ndarray, duration: np.ndarray) -> None:
+        run_trials(state, design, times, outcome, attempts, cost, duration)
+
+    return one_by_one, block_trials(trial)
