@@ -420,7 +420,7 @@ class _Run:
                 return
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            self._start(fleet, k, arrival, None)
+            self._start(fleet, k, arrival, False)
 
     def _dispatch(self, fleet: Fleet) -> Generator[Event, Any, None]:
         """``fleet.agents`` slots: the FIFO queue in front of them, held as the index of its
@@ -432,9 +432,9 @@ class _Run:
         while k < self.trials and not self.flag.is_set:
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            request = agents.request()
-            if not request.triggered:
-                yield request
+            waiting = agents.take()
+            if waiting is not None:
+                yield waiting
             # at its deadline a queued trial leaves: any action it began would be cut at once
             while deadline is not None and env.now >= arrival + deadline:
                 self._queue_timeout(k, arrival, deadline)
@@ -443,21 +443,21 @@ class _Run:
                     break
                 arrival = next(self.arrivals)
             if k == self.trials or arrival > env.now:
-                agents.release(request)  # nobody is waiting: the slot goes back
+                agents.give()  # nobody is waiting: the slot goes back
                 continue
-            self._start(fleet, k, arrival, request)
+            self._start(fleet, k, arrival, True)
             k += 1
             if k < self.trials:
                 arrival = next(self.arrivals)
 
-    def _start(self, fleet: Fleet, k: int, arrival: float, agent_request: Any) -> None:
+    def _start(self, fleet: Fleet, k: int, arrival: float, agent: bool) -> None:
         env = fleet.env
         log = self._log if k < self.record else None
         trial = Trial(k, arrival, log)
         trial.start = env.now
         if log:
             log(trial, "arrive", None, None, None, None, arrival)
-            if agent_request is not None:
+            if agent:
                 log(trial, "request", None, None, "agents", None, arrival)
                 log(trial, "acquire", None, None, "agents", None)
         decide, clock = _streams(self.root, k)
@@ -465,10 +465,10 @@ class _Run:
 
         def finish(trial: Trial, outcome: int) -> None:
             now = env.now
-            if agent_request is not None:
-                assert fleet.agents is not None  # the request came from there
+            if agent:
+                assert fleet.agents is not None  # the slot came from there
                 fleet.busy["agents"] += fleet.clipped(trial.start, now)
-                fleet.agents.release(agent_request)
+                fleet.agents.give()
                 if log:
                     log(trial, "release", None, None, "agents", None)
             if log:

@@ -112,21 +112,61 @@ def build_model(trial: TrialModel, time: TimeModel) -> Model:
     return Model(trial, time)
 
 
+class Slots:
+    """``capacity`` units of a shared resource (agent slots, LLM slots, reviewers), granted
+    FIFO, on simpy's public events (the FIFO of ``simpy.Resource``, cheaper).
+
+    ``take()`` takes a free unit at once and returns None (no event: the trial goes on in
+    the same step, as it would on a granted ``Resource`` request), else it joins the queue
+    and returns the event that succeeds when a unit is handed to it; ``give()`` hands a unit
+    to the longest waiter, or back to the pool; ``cancel(event)`` withdraws a taker stopped
+    in the queue (giving the unit back if it had been handed over in that same instant). A
+    free unit with takers waiting never happens: ``give`` serves the queue first.
+    """
+
+    __slots__ = ("env", "free", "queue")
+
+    def __init__(self, env: Any, capacity: int) -> None:
+        from collections import deque
+
+        self.env = env
+        self.free = capacity
+        self.queue: Any = deque()
+
+    def take(self) -> Any:
+        if self.free:
+            self.free -= 1
+            return None
+        event = self.env.event()
+        self.queue.append(event)
+        return event
+
+    def give(self) -> None:
+        if self.queue:
+            self.queue.popleft().succeed()
+        else:
+            self.free += 1
+
+    def cancel(self, event: Any) -> None:
+        if event.triggered:  # handed over, not yet seen by the taker: it goes on
+            self.give()
+        else:
+            self.queue.remove(event)
+
+
 class Fleet:
     """The shared simpy resources of one environment, and their busy capacity-seconds."""
 
     def __init__(self, env: Any, model: Model) -> None:
-        import simpy
-
         from relsim.timeline._buckets import RateGate
 
         self.env = env
         self.model = model
         agents, llm = model.agents, model.llm_concurrency
         reviewers = model.reviewers if model.human else None
-        self.agents = None if agents is None else simpy.Resource(env, agents)
-        self.llm = None if llm is None else simpy.Resource(env, llm)
-        self.reviewers = None if reviewers is None else simpy.Resource(env, reviewers)
+        self.agents = None if agents is None else Slots(env, agents)
+        self.llm = None if llm is None else Slots(env, llm)
+        self.reviewers = None if reviewers is None else Slots(env, reviewers)
         limited = model.rpm is not None or model.tpm is not None
         self.gate = RateGate(env, model.rpm, model.tpm) if limited else None
         self.busy = {"agents": 0.0, "llm": 0.0, "reviewers": 0.0}
@@ -295,17 +335,19 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         if seconds > 0.0:
             yield wait(env, trial, seconds)
         return
-    request = pool.request()
+    request = pool.take()
     since = env.now
     granted = None
     try:
-        if not request.triggered:
+        if request is not None:
             if trial.overdue:
                 raise _Stop
             if log:
                 log(trial, "request", step, attempt, "llm", None)
-        yield request
-        granted = env.now
+            yield request
+            granted = env.now
+        else:
+            granted = since
         # summed left to right as _hold sums: the same bits as ever
         trial.wait_llm = trial.wait_llm + granted - since
         if log:
@@ -328,7 +370,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         if granted is None:
             trial.wait_llm = trial.wait_llm + now - since
             fleet.inner += fleet.clipped(since, now)
-            request.cancel()
+            pool.cancel(request)
         else:
             if granted != since:  # time queued (clipped to the window: 0 when none)
                 fleet.inner += fleet.clipped(since, granted)
@@ -336,7 +378,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
             trial.held_llm = trial.held_llm + now - granted
             if log:
                 log(trial, "release", step, attempt, "llm", None)
-        pool.release(request)
+            pool.give()
 
 
 def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
@@ -364,17 +406,19 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
     log = trial.log
     pool = getattr(fleet, name)
     waited, held = _TALLIES[name]
-    request = pool.request()
+    request = pool.take()
     since = env.now
     granted = None
     try:
-        if not request.triggered:
+        if request is not None:
             if trial.overdue:
                 raise _Stop
             if log:
                 log(trial, "request", step, attempt, name, None)
-        yield request
-        granted = env.now
+            yield request
+            granted = env.now
+        else:
+            granted = since
         setattr(trial, waited, getattr(trial, waited) + granted - since)
         if log:
             log(trial, "acquire", step, attempt, name, None)
@@ -385,14 +429,14 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
         if granted is None:
             setattr(trial, waited, getattr(trial, waited) + env.now - since)
             fleet.inner += fleet.clipped(since, env.now)
-            request.cancel()
+            pool.cancel(request)
         else:
             fleet.inner += fleet.clipped(since, granted)
             fleet.busy[name] += fleet.clipped(granted, env.now)
             setattr(trial, held, getattr(trial, held) + env.now - granted)
             if log:
                 log(trial, "release", step, attempt, name, None)
-        pool.release(request)
+            pool.give()
 
 
 def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
@@ -486,17 +530,19 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                     trial.busy_until = env.now + seconds
                     yield timeout(seconds)
             else:
-                request = pool.request()
+                request = pool.take()
                 since = env.now
                 granted = None
                 try:
-                    if not request.triggered:
+                    if request is not None:
                         if trial.overdue:
                             raise _Stop
                         if log:
                             log(trial, "request", step, j + 1, "llm", None)
-                    yield request
-                    granted = env.now
+                        yield request
+                        granted = env.now
+                    else:
+                        granted = since
                     # summed left to right as _hold sums: the same bits as ever
                     trial.wait_llm = trial.wait_llm + granted - since
                     trial.attempts += 1
@@ -514,7 +560,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                     if granted is None:
                         trial.wait_llm = trial.wait_llm + now - since
                         fleet.inner += fleet.clipped(since, now)
-                        request.cancel()
+                        pool.cancel(request)
                     else:
                         if granted != since:
                             fleet.inner += fleet.clipped(since, granted)
@@ -523,7 +569,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         trial.held_llm = trial.held_llm + now - granted
                         if log:
                             log(trial, "release", step, j + 1, "llm", None)
-                    pool.release(request)
+                        pool.give()
             if has_verifier:
                 verdict = "accept" if accepted else "reject"
                 seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
