@@ -37,6 +37,7 @@ from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_
 from relsim.scenario.design_tables import UTILITY_OUTCOMES
 from relsim.timeline import _fast, _replications
 from relsim.timeline._estimate import compiled, work_estimate
+from relsim.timeline._seeds import trial_seeds
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
     SILENT,
@@ -46,7 +47,6 @@ from relsim.timeline._trial import (
     Trial,
     arm_stops,
     build_model,
-    run_trial,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -339,6 +339,9 @@ class _Run:
         ahead = [next(arrivals) for _ in range(min(warmup, trials - 1) + 1)]
         self.window = ahead[-1]
         self.arrivals = itertools.chain(ahead, arrivals)
+        # the trials' seeds, a block at a time (_trial_streams); None: trial by trial
+        self.seeds: list[tuple[int, int]] | None = []
+        self.seeds_first = 0
 
     def go(self) -> None:
         import simpy
@@ -460,7 +463,7 @@ class _Run:
             if agent:
                 log(trial, "request", None, None, "agents", None, arrival)
                 log(trial, "acquire", None, None, "agents", None)
-        decide, clock = _streams(self.root, k)
+        decide, clock = self._trial_streams(k)
         arm_stops(fleet, trial, clock)
 
         def finish(trial: Trial, outcome: int) -> None:
@@ -475,7 +478,24 @@ class _Run:
                 log(trial, "end", None, None, None, OUTCOME_NAMES[outcome])
             self.tally.add(trial, outcome, now)
 
-        trial.process = env.process(run_trial(fleet, trial, decide, clock, finish))
+        trial.process = env.process(self.model.process(fleet, trial, decide, clock, finish))
+
+    def _trial_streams(self, k: int) -> tuple[random.Random, random.Random]:
+        """Trial ``k``'s streams, as :func:`_streams` makes them, from seeds computed for
+        ``CHUNK_TRIALS`` trials at once (:func:`relsim.timeline._seeds.trial_seeds`: the
+        same seeds, without a ``SeedSequence`` per trial)."""
+        seeds = self.seeds
+        if seeds is None:
+            return _streams(self.root, k)
+        offset = k - self.seeds_first
+        if not 0 <= offset < len(seeds):
+            first = k - k % CHUNK_TRIALS
+            self.seeds = seeds = trial_seeds(self.root, first, min(CHUNK_TRIALS, self.trials - first))
+            self.seeds_first, offset = first, k - first
+            if seeds is None:  # a seed this does not cover: numpy's SeedSequence, trial by trial
+                return _streams(self.root, k)
+        decide, clock = seeds[offset]
+        return random.Random(decide), random.Random(clock)
 
     def _queue_timeout(self, k: int, arrival: float, deadline: float) -> None:
         trial = Trial(k, arrival, self._log if k < self.record else None)

@@ -101,6 +101,14 @@ class Model:
         # The trial's loop: section 3's here; section 8's in relsim.timeline._design.DesignModel
         self.run: Callable[..., Any] = _steps
 
+    def process(self, fleet: "Fleet", trial: "Trial", decide: Any, clock: Any,
+                finish: Callable[["Trial", int], None]) -> Any:
+        """The simpy process (a generator) of one trial, which ends with ``finish(trial,
+        outcome)``: section 3's loop is one itself; any other runs inside :func:`run_trial`."""
+        if self.run is _steps:
+            return _steps(fleet, self, fleet.env, trial, decide, clock, finish)
+        return run_trial(fleet, trial, decide, clock, finish)
+
 
 def build_model(trial: TrialModel, time: TimeModel) -> Model:
     """The :class:`Model` of a run: with any of section 8's tables, one that runs them
@@ -226,7 +234,8 @@ def run_trial(fleet: Fleet, trial: Trial, decide: Any, clock: Any, finish: Calla
     """The simpy process of one trial (it already holds its agent slot when there are agents).
 
     ``decide`` and ``clock`` are the trial's two ``random.Random`` streams; ``finish(trial,
-    outcome)`` records it when the trial ends, however it ends.
+    outcome)`` records it when the trial ends, however it ends. Section 8's loop runs in it
+    (``model.run``, which returns the outcome); section 3's ends the trial itself (``_steps``).
     """
     import simpy
 
@@ -439,11 +448,16 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
             pool.give()
 
 
-def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
-    """Section 3's loop, with the waits of section 7 between its draws.
+def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any,
+           finish: Callable[[Trial, int], None]) -> Any:
+    """Section 3's loop, with the waits of section 7 between its draws: the simpy process of one
+    trial, which ends it as :func:`run_trial` ends a trial of section 8's loop (written here,
+    not wrapped: a wrapper's frame costs about 0.1 us at each of the trial's resumes).
 
     It runs at every attempt: the model's lists and flags are read into locals once per trial
     and :func:`_wait` is written out (the same draws in the same order, the same events)."""
+    import simpy
+
     log = trial.log
     random, gauss = decide.random, decide.gauss
     timeout = env.timeout
@@ -465,164 +479,177 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     gate, pool, tokens_of = fleet.gate, fleet.llm, m.tokens
     busy, window = fleet.busy, fleet.window  # the window is open before any trial runs
     direct = gate is None and pool is None
-    while True:
-        if i == n:
-            return SILENT if (seg_tainted or doomed) else SUCCESS
-        p = p_of[i]
-        if random_effects and not fixed[i]:
-            shift = task_sd * z + (step_sd * gauss(0.0, 1.0) if step_sd > 0 else 0.0)
-            p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
-        elif random_effects and step_sd > 0:
-            gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
-        step = i + 1
-        spec = attempt_time[i]
-        lognormal = attempt_lognormal[i]
-        if lognormal is not None:
-            mu, sigma = lognormal
-        cost = attempt_cost[i]
-        if has_verifier:
-            pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
-        j = 0
+    outcome = -1
+    try:
         while True:
-            pe = p * factor if confused else p
-            correct = random() < pe
-            if confusion:
-                if not correct and not confused:
-                    confused = random() < enter
-                elif correct and confused:
-                    confused = not (random() < recover)
-            if has_verifier:
-                accepted = random() < (pass_right if correct else pass_wrong)
-            else:
-                accepted = True
-            # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
+            if i == n:
+                outcome = SILENT if (seg_tainted or doomed) else SUCCESS
+                break
+            p = p_of[i]
+            if random_effects and not fixed[i]:
+                shift = task_sd * z + (step_sd * gauss(0.0, 1.0) if step_sd > 0 else 0.0)
+                p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
+            elif random_effects and step_sd > 0:
+                gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
+            step = i + 1
+            spec = attempt_time[i]
+            lognormal = attempt_lognormal[i]
             if lognormal is not None:
-                # clock.lognormvariate(mu, sigma) written out (CPython 3.11's Kinderman and
-                # Monahan loop, the same draws to the bit): three calls fewer an attempt
-                while True:
-                    u1 = uniform()
-                    u2 = 1.0 - uniform()
-                    zk = NV_MAGICCONST * (u1 - 0.5) / u2
-                    if zk * zk / 4.0 <= -log_(u2):
-                        break
-                seconds = exp_(mu + zk * sigma)
-            else:
-                seconds = spec if isinstance(spec, float) else spec(clock)
-            # _llm_call written out (the same waits, tallies, log and events); with no rate
-            # limit and no LLM slots the call is just its time
-            if gate is not None:
-                tokens = tokens_of[i]
-                trial.calls += 1
-                trial.tokens += tokens
-                waiting = gate.take(tokens)
-                if waiting is not None:
-                    yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
-                if log:
-                    log(trial, "acquire", step, j + 1, "rate_limit", None)
-            if pool is None:
-                trial.attempts += 1
-                trial.cost += cost
-                if log:
-                    log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
-                if seconds > 0.0:
-                    if trial.overdue:
-                        raise _Stop
-                    trial.busy_until = env.now + seconds
-                    yield timeout(seconds)
-            else:
-                request = pool.take()
-                since = env.now
-                granted = None
-                try:
-                    if request is not None:
-                        if trial.overdue:
-                            raise _Stop
-                        if log:
-                            log(trial, "request", step, j + 1, "llm", None)
-                        yield request
-                        granted = env.now
-                    else:
-                        granted = since
-                    # summed left to right as _hold sums: the same bits as ever
-                    trial.wait_llm = trial.wait_llm + granted - since
+                mu, sigma = lognormal
+            cost = attempt_cost[i]
+            if has_verifier:
+                pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
+            j = 0
+            while True:
+                pe = p * factor if confused else p
+                correct = random() < pe
+                if confusion:
+                    if not correct and not confused:
+                        confused = random() < enter
+                    elif correct and confused:
+                        confused = not (random() < recover)
+                if has_verifier:
+                    accepted = random() < (pass_right if correct else pass_wrong)
+                else:
+                    accepted = True
+                # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
+                if lognormal is not None:
+                    # clock.lognormvariate(mu, sigma) written out (CPython 3.11's Kinderman and
+                    # Monahan loop, the same draws to the bit): three calls fewer an attempt
+                    while True:
+                        u1 = uniform()
+                        u2 = 1.0 - uniform()
+                        zk = NV_MAGICCONST * (u1 - 0.5) / u2
+                        if zk * zk / 4.0 <= -log_(u2):
+                            break
+                    seconds = exp_(mu + zk * sigma)
+                else:
+                    seconds = spec if isinstance(spec, float) else spec(clock)
+                # _llm_call written out (the same waits, tallies, log and events); with no rate
+                # limit and no LLM slots the call is just its time
+                if gate is not None:
+                    tokens = tokens_of[i]
+                    trial.calls += 1
+                    trial.tokens += tokens
+                    waiting = gate.take(tokens)
+                    if waiting is not None:
+                        yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
+                    if log:
+                        log(trial, "acquire", step, j + 1, "rate_limit", None)
+                if pool is None:
                     trial.attempts += 1
                     trial.cost += cost
                     if log:
-                        log(trial, "acquire", step, j + 1, "llm", None)
                         log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
-                    if seconds > 0.0:
-                        if trial.overdue:
-                            raise _Stop
-                        trial.busy_until = granted + seconds
-                        yield timeout(seconds)
-                finally:
-                    now = env.now
-                    if granted is None:
-                        trial.wait_llm = trial.wait_llm + now - since
-                        fleet.inner += fleet.clipped(since, now)
-                        pool.cancel(request)
-                    else:
-                        if granted != since:
-                            fleet.inner += fleet.clipped(since, granted)
-                        if now > window:  # fleet.clipped(granted, now), written out
-                            busy["llm"] += now - (granted if granted > window else window)
-                        trial.held_llm = trial.held_llm + now - granted
-                        if log:
-                            log(trial, "release", step, j + 1, "llm", None)
-                        pool.give()
-            if has_verifier:
-                verdict = "accept" if accepted else "reject"
-                seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
-                if llm_verify and not direct:
-                    yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
-                else:
-                    if log:
-                        log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
                     if seconds > 0.0:
                         if trial.overdue:
                             raise _Stop
                         trial.busy_until = env.now + seconds
                         yield timeout(seconds)
-            if accepted:
-                seg_tainted |= not correct
-                i += 1
+                else:
+                    request = pool.take()
+                    since = env.now
+                    granted = None
+                    try:
+                        if request is not None:
+                            if trial.overdue:
+                                raise _Stop
+                            if log:
+                                log(trial, "request", step, j + 1, "llm", None)
+                            yield request
+                            granted = env.now
+                        else:
+                            granted = since
+                        # summed left to right as _hold sums: the same bits as ever
+                        trial.wait_llm = trial.wait_llm + granted - since
+                        trial.attempts += 1
+                        trial.cost += cost
+                        if log:
+                            log(trial, "acquire", step, j + 1, "llm", None)
+                            log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                        if seconds > 0.0:
+                            if trial.overdue:
+                                raise _Stop
+                            trial.busy_until = granted + seconds
+                            yield timeout(seconds)
+                    finally:
+                        now = env.now
+                        if granted is None:
+                            trial.wait_llm = trial.wait_llm + now - since
+                            fleet.inner += fleet.clipped(since, now)
+                            pool.cancel(request)
+                        else:
+                            if granted != since:
+                                fleet.inner += fleet.clipped(since, granted)
+                            if now > window:  # fleet.clipped(granted, now), written out
+                                busy["llm"] += now - (granted if granted > window else window)
+                            trial.held_llm = trial.held_llm + now - granted
+                            if log:
+                                log(trial, "release", step, j + 1, "llm", None)
+                            pool.give()
+                if has_verifier:
+                    verdict = "accept" if accepted else "reject"
+                    seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
+                    if llm_verify and not direct:
+                        yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
+                    else:
+                        if log:
+                            log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
+                        if seconds > 0.0:
+                            if trial.overdue:
+                                raise _Stop
+                            trial.busy_until = env.now + seconds
+                            yield timeout(seconds)
+                if accepted:
+                    seg_tainted |= not correct
+                    i += 1
+                    break
+                if j < per_step[i] and retries_used < total:
+                    j += 1
+                    retries_used += 1
+                    if backoff is not None:
+                        seconds = backoff_wait(backoff, j)  # the cap before the power
+                        if backoff.jitter:
+                            seconds *= clock.random()
+                        if log:
+                            log(trial, "backoff", step, j + 1, None, None)
+                        if seconds > 0.0:
+                            yield _wait(env, trial, seconds)
+                    continue
+                outcome = DETECTED  # the budget is spent
                 break
-            if j < per_step[i] and retries_used < total:
-                j += 1
-                retries_used += 1
-                if backoff is not None:
-                    seconds = backoff_wait(backoff, j)  # the cap before the power
-                    if backoff.jitter:
-                        seconds *= clock.random()
+            if outcome >= 0:
+                break
+            if is_checkpoint[i]:
+                trial.cost += m.checkpoint_cost
+                caught = random() < (m.detect if seg_tainted else m.false_alarm)
+                verdict = "catch" if caught else "pass"
+                if m.human:
+                    yield from _review(fleet, env, trial, i, verdict, clock)
+                else:
                     if log:
-                        log(trial, "backoff", step, j + 1, None, None)
+                        log(trial, "checkpoint", i, None, None, verdict)
+                    seconds = _draw(m.checkpoint_time, clock)
                     if seconds > 0.0:
                         yield _wait(env, trial, seconds)
-                continue
-            return DETECTED
-        if is_checkpoint[i]:
-            trial.cost += m.checkpoint_cost
-            caught = random() < (m.detect if seg_tainted else m.false_alarm)
-            verdict = "catch" if caught else "pass"
-            if m.human:
-                yield from _review(fleet, env, trial, i, verdict, clock)
-            else:
-                if log:
-                    log(trial, "checkpoint", i, None, None, verdict)
-                seconds = _draw(m.checkpoint_time, clock)
-                if seconds > 0.0:
-                    yield _wait(env, trial, seconds)
-            if caught:
-                if rollbacks_used == m.rollbacks:
-                    return DETECTED
-                rollbacks_used += 1
-                trial.cost += m.rollback_cost
-                if log:
-                    log(trial, "rollback", i, None, None, None)
-                i = seg_start
+                if caught:
+                    if rollbacks_used == m.rollbacks:
+                        outcome = DETECTED
+                        break
+                    rollbacks_used += 1
+                    trial.cost += m.rollback_cost
+                    if log:
+                        log(trial, "rollback", i, None, None, None)
+                    i = seg_start
+                    seg_tainted = False
+                    confused = False
+                    continue
+                doomed |= seg_tainted
                 seg_tainted = False
-                confused = False
-                continue
-            doomed |= seg_tainted
-            seg_tainted = False
-            seg_start = i
+                seg_start = i
+    except simpy.Interrupt as stop:  # the deadline or the crash clock (see _interrupt)
+        outcome = stop.cause
+    except _Stop:
+        outcome = TIMEOUT
+    trial.done = True
+    finish(trial, outcome)
