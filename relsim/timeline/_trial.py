@@ -547,7 +547,11 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         trial.busy_until = env.now + seconds
                         yield timeout(seconds)
                 else:
-                    request = pool.take()
+                    if pool.free:  # pool.take(), written out for a free slot
+                        pool.free -= 1
+                        request = None
+                    else:
+                        request = pool.take()
                     since = env.now
                     granted = None
                     try:
@@ -586,15 +590,19 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                             trial.held_llm = trial.held_llm + now - granted
                             if log:
                                 log(trial, "release", step, j + 1, "llm", None)
-                            pool.give()
+                            if pool.queue:  # pool.give(), written out
+                                pool.queue.popleft().succeed()
+                            else:
+                                pool.free += 1
                 if has_verifier:
-                    verdict = "accept" if accepted else "reject"
                     seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
                     if llm_verify and not direct:
+                        verdict = "accept" if accepted else "reject"
                         yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
                     else:
                         if log:
-                            log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
+                            log(trial, "verify", step, j + 1, "llm" if llm_verify else None,
+                                "accept" if accepted else "reject")
                         if seconds > 0.0:
                             if trial.overdue:
                                 raise _Stop
