@@ -471,6 +471,10 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     per_step, total, backoff = m.per_step, m.total, m.backoff
     is_checkpoint = m.is_checkpoint
     z = gauss(0.0, 1.0) if task_sd > 0 else 0.0
+    # with no step effect the shift is the trial's: a step's p depends on its logit only, so
+    # the last one computed serves the steps that share its logit (the same expit, once)
+    task_shift = task_sd * z + 0.0
+    shifted_logit = shifted_p = math.nan
     confused = False
     i = seg_start = 0
     seg_tainted = doomed = False
@@ -487,8 +491,14 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 break
             p = p_of[i]
             if random_effects and not fixed[i]:
-                shift = task_sd * z + (step_sd * gauss(0.0, 1.0) if step_sd > 0 else 0.0)
-                p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
+                if step_sd > 0:
+                    shift = task_sd * z + step_sd * gauss(0.0, 1.0)
+                    p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
+                else:
+                    if logit[i] != shifted_logit:  # (never equal to the first: nan)
+                        shifted_logit = logit[i]
+                        shifted_p = expit(shifted_logit + task_shift)
+                    p = shifted_p
             elif random_effects and step_sd > 0:
                 gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
             step = i + 1
@@ -544,8 +554,12 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                     if seconds > 0.0:
                         if trial.overdue:
                             raise _Stop
-                        trial.busy_until = env.now + seconds
+                        # resumed at this very float (simpy's clock is now + delay): the
+                        # verification after it reads ``now`` instead of the clock
+                        now = trial.busy_until = env.now + seconds
                         yield timeout(seconds)
+                    else:
+                        now = env.now
                 else:
                     if pool.free:  # pool.take(), written out for a free slot
                         pool.free -= 1
@@ -606,7 +620,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         if seconds > 0.0:
                             if trial.overdue:
                                 raise _Stop
-                            trial.busy_until = env.now + seconds
+                            trial.busy_until = now + seconds  # now: the call's end, just above
                             yield timeout(seconds)
                 if accepted:
                     seg_tainted |= not correct
