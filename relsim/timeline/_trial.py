@@ -254,12 +254,18 @@ def arm_stops(fleet: Fleet, trial: Trial, clock: Any) -> None:
     """Start the crash clock (from now, the agent slot's start) and the deadline (from
     arrival): each interrupts the trial if it has not ended by then."""
     env, model = fleet.env, fleet.model
+    now = env.now
+    due = None if model.deadline is None else max(0.0, trial.arrival + model.deadline - now)
     if model.crash_rate > 0.0:
-        ring = env.timeout(clock.expovariate(model.crash_rate))
-        ring.callbacks.append(lambda _e: _interrupt(trial, INFRA, env.now))
-    if model.deadline is not None:
-        due = env.timeout(max(0.0, trial.arrival + model.deadline - env.now))
-        due.callbacks.append(lambda _e: _deadline(trial, env.now))
+        ring = clock.expovariate(model.crash_rate)
+        # A ring after the deadline finds the trial ended (no trial's clock passes its
+        # deadline: see _deadline), so it is not scheduled: one event and heap entry less
+        # per trial. The times compared are the ones simpy would schedule; at a tie the
+        # crash, scheduled first, would come first, so it stays.
+        if due is None or now + ring <= now + due:
+            env.timeout(ring).callbacks.append(lambda _e: _interrupt(trial, INFRA, env.now))
+    if due is not None:
+        env.timeout(due).callbacks.append(lambda _e: _deadline(trial, env.now))
 
 
 def _interrupt(trial: Trial, cause: int, now: float) -> None:
