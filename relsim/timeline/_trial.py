@@ -542,14 +542,17 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 else:
                     seconds = spec if isinstance(spec, float) else spec(clock)
                 # _llm_call written out (the same waits, tallies, log and events); with no rate
-                # limit and no LLM slots the call is just its time
+                # limit and no LLM slots the call is just its time. ``now``: the clock, read
+                # once here and again only after a wait in a queue
+                now = env.now
                 if gate is not None:
                     tokens = tokens_of[i]
                     trial.calls += 1
                     trial.tokens += tokens
-                    waiting = gate.take(tokens)
+                    waiting = gate.take(tokens, now)
                     if waiting is not None:
                         yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
+                        now = env.now
                     if log:
                         log(trial, "acquire", step, j + 1, "rate_limit", None)
                 if pool is None:
@@ -562,17 +565,15 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                             raise _Stop
                         # resumed at this very float (simpy's clock is now + delay): the
                         # verification after it reads ``now`` instead of the clock
-                        now = trial.busy_until = env.now + seconds
+                        now = trial.busy_until = now + seconds
                         yield timeout(seconds)
-                    else:
-                        now = env.now
                 else:
                     if pool.free:  # pool.take(), written out for a free slot
                         pool.free -= 1
                         request = None
                     else:
                         request = pool.take()
-                    since = env.now
+                    since = now
                     granted = None
                     try:
                         if request is not None:
