@@ -677,6 +677,7 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                 seg_tainted = False
                 seg_start = i
     except simpy.Interrupt as stop:  # the deadline or the crash clock (see _interrupt)
+        assert isinstance(stop.cause, int)  # _interrupt's cause: an outcome code
         outcome = stop.cause
     except _Stop:
         outcome = TIMEOUT
