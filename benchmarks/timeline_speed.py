@@ -252,8 +252,8 @@ def main() -> None:
           f"{bare_seconds / slots_seconds:.2f} |")
     print(f"| timeline engine | {args.trials / seconds:,.0f} | {engine_events:,.0f} | "
           f"{engine_rate:,.0f} | {engine_rate / bare_rate:.2f} | {bare_seconds / seconds:.2f} |")
-    print(f"\nengine against the replay on its own slot pools: events/s {engine_rate / slots_rate:.2f}x, "
-          f"trials/s {slots_seconds / seconds:.2f}x")
+    print(f"\nengine against the replay on its own slot pools: events/s "
+          f"{engine_rate / slots_rate:.2f}x, trials/s {slots_seconds / seconds:.2f}x")
     goal = "met" if engine_rate >= 0.8 * bare_rate else "NOT met"
     print(f"goal (issue 22: engine events/s >= 0.8x the bare simpy replay's): {goal}")
     print(f"engine wall time per trial against the bare loop's: {seconds / bare_seconds:.2f}x")

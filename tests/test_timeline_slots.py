@@ -114,7 +114,8 @@ def test_trial_seeds_are_numpys_seed_sequence(entropy, spawn_key):
         seeds = trial_seeds(root, first, count)
         assert seeds is not None and len(seeds) == count
         for k in (first, first + 1, first + 17, first + count - 1):
-            words = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 0, k)).generate_state(8)
+            sequence = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 0, k))
+            words = sequence.generate_state(8)
             assert seeds[k - first] == (int.from_bytes(words[:4].tobytes(), "little"),
                                         int.from_bytes(words[4:].tobytes(), "little"))
 

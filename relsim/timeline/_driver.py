@@ -490,7 +490,8 @@ class _Run:
         offset = k - self.seeds_first
         if not 0 <= offset < len(seeds):
             first = k - k % CHUNK_TRIALS
-            self.seeds = seeds = trial_seeds(self.root, first, min(CHUNK_TRIALS, self.trials - first))
+            count = min(CHUNK_TRIALS, self.trials - first)
+            self.seeds = seeds = trial_seeds(self.root, first, count)
             self.seeds_first, offset = first, k - first
             if seeds is None:  # a seed this does not cover: numpy's SeedSequence, trial by trial
                 return _streams(self.root, k)

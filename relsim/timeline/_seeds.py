@@ -39,7 +39,8 @@ def _words(value: Any) -> int | None:
     return None
 
 
-def trial_seeds(root: np.random.SeedSequence, first: int, count: int) -> list[tuple[int, int]] | None:
+def trial_seeds(root: np.random.SeedSequence, first: int,
+                count: int) -> list[tuple[int, int]] | None:
     """The two ``random.Random`` seeds of trials ``first .. first + count - 1`` (see the
     module's docstring), or None where this cannot compute them."""
     entropy, prefix = root.entropy, (*root.spawn_key, 0)
@@ -71,9 +72,8 @@ def trial_seeds(root: np.random.SeedSequence, first: int, count: int) -> list[tu
         value ^= value >> shift
         state.append(value)
     # each seed is four little-endian words, as int.from_bytes(words.tobytes(), "little")
-    low = [(state[0] | (state[1] << np.uint64(32))).tolist(), (state[4] | (state[5] << np.uint64(32))).tolist()]
-    high = [(state[2] | (state[3] << np.uint64(32))).tolist(), (state[6] | (state[7] << np.uint64(32))).tolist()]
-    seeds = [(a | (b << 64), c | (d << 64)) for a, b, c, d in zip(low[0], high[0], low[1], high[1])]
+    half = [(state[w] | (state[w + 1] << np.uint64(32))).tolist() for w in (0, 2, 4, 6)]
+    seeds = [(a | (b << 64), c | (d << 64)) for a, b, c, d in zip(*half)]
     check = np.random.SeedSequence(entropy, spawn_key=(*prefix, first)).generate_state(8)
     expected = (int.from_bytes(check[:4].tobytes(), "little"),
                 int.from_bytes(check[4:].tobytes(), "little"))

@@ -591,7 +591,8 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                         trial.cost += cost
                         if log:
                             log(trial, "acquire", step, j + 1, "llm", None)
-                            log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
+                            log(trial, "attempt", step, j + 1, "llm",
+                                "correct" if correct else "wrong")
                         if seconds > 0.0:
                             if trial.overdue:
                                 raise _Stop
@@ -619,7 +620,8 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
                     seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
                     if llm_verify and not direct:
                         verdict = "accept" if accepted else "reject"
-                        yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
+                        yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict,
+                                             seconds, None)
                     else:
                         if log:
                             log(trial, "verify", step, j + 1, "llm" if llm_verify else None,
