@@ -37,8 +37,9 @@ class _Bucket:
 class RateGate:
     """A FIFO gate in front of an rpm bucket and/or a tpm bucket (either may be None).
 
-    ``take(tokens)`` returns None when the call may start now (and takes its budget), else an
-    event that succeeds when the call has taken its budget; ``cancel(event)`` withdraws a
+    ``take(tokens, now=None)`` returns None when the call may start now (and takes its budget),
+    else an event that succeeds when the call has taken its budget (``now``: ``env.now``, if
+    the caller has it); ``cancel(event)`` withdraws a
     waiting call (a trial interrupted by its deadline or a crash).
     """
 
@@ -57,10 +58,12 @@ class RateGate:
         self.spent_tokens = 0.0
 
     # ------------------------------------------------------------------ public
-    def take(self, tokens: float) -> Any:
+    def take(self, tokens: float, now: float | None = None) -> Any:
         # runs at every LLM call: _refill, _enough and _consume written out for the call that
-        # finds no queue (the same arithmetic, so the same levels to the last bit)
-        now = self.env.now
+        # finds no queue (the same arithmetic, so the same levels to the last bit); ``now``:
+        # the clock, when the caller has just read it
+        if now is None:
+            now = self.env.now
         calls, tok = self.calls, self.tokens
         elapsed = now - self._last
         if elapsed > 0.0:

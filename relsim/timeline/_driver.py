@@ -38,6 +38,7 @@ from relsim.scenario import Scenario, TimeModel, as_scenario, time_model, trial_
 from relsim.scenario.design_tables import UTILITY_OUTCOMES
 from relsim.timeline import _fast, _replications
 from relsim.timeline._estimate import compiled, work_estimate
+from relsim.timeline._seeds import trial_seeds
 from relsim.timeline._trial import (
     OUTCOME_NAMES,
     SILENT,
@@ -47,7 +48,6 @@ from relsim.timeline._trial import (
     Trial,
     arm_stops,
     build_model,
-    run_trial,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -340,6 +340,9 @@ class _Run:
         ahead = [next(arrivals) for _ in range(min(warmup, trials - 1) + 1)]
         self.window = ahead[-1]
         self.arrivals = itertools.chain(ahead, arrivals)
+        # the trials' seeds, a block at a time (_trial_streams); None: trial by trial
+        self.seeds: list[tuple[int, int]] | None = []
+        self.seeds_first = 0
 
     def go(self) -> None:
         import simpy
@@ -421,7 +424,7 @@ class _Run:
                 return
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            self._start(fleet, k, arrival, None)
+            self._start(fleet, k, arrival, False)
 
     def _dispatch(self, fleet: Fleet) -> Generator[Event, Any, None]:
         """``fleet.agents`` slots: the FIFO queue in front of them, held as the index of its
@@ -433,9 +436,9 @@ class _Run:
         while k < self.trials and not self.flag.is_set:
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            request = agents.request()
-            if not request.triggered:
-                yield request
+            waiting = agents.take()
+            if waiting is not None:
+                yield waiting
             # at its deadline a queued trial leaves: any action it began would be cut at once
             while deadline is not None and env.now >= arrival + deadline:
                 self._queue_timeout(k, arrival, deadline)
@@ -444,39 +447,57 @@ class _Run:
                     break
                 arrival = next(self.arrivals)
             if k == self.trials or arrival > env.now:
-                agents.release(request)  # nobody is waiting: the slot goes back
+                agents.give()  # nobody is waiting: the slot goes back
                 continue
-            self._start(fleet, k, arrival, request)
+            self._start(fleet, k, arrival, True)
             k += 1
             if k < self.trials:
                 arrival = next(self.arrivals)
 
-    def _start(self, fleet: Fleet, k: int, arrival: float, agent_request: Any) -> None:
+    def _start(self, fleet: Fleet, k: int, arrival: float, agent: bool) -> None:
         env = fleet.env
         log = self._log if k < self.record else None
         trial = Trial(k, arrival, log)
         trial.start = env.now
         if log:
             log(trial, "arrive", None, None, None, None, arrival)
-            if agent_request is not None:
+            if agent:
                 log(trial, "request", None, None, "agents", None, arrival)
                 log(trial, "acquire", None, None, "agents", None)
-        decide, clock = _streams(self.root, k)
+        decide, clock = self._trial_streams(k)
         arm_stops(fleet, trial, clock)
 
         def finish(trial: Trial, outcome: int) -> None:
             now = env.now
-            if agent_request is not None:
-                assert fleet.agents is not None  # the request came from there
+            if agent:
+                assert fleet.agents is not None  # the slot came from there
                 fleet.busy["agents"] += fleet.clipped(trial.start, now)
-                fleet.agents.release(agent_request)
+                fleet.agents.give()
                 if log:
                     log(trial, "release", None, None, "agents", None)
             if log:
                 log(trial, "end", None, None, None, OUTCOME_NAMES[outcome])
             self.tally.add(trial, outcome, now)
 
-        trial.process = env.process(run_trial(fleet, trial, decide, clock, finish))
+        trial.process = env.process(self.model.process(fleet, trial, decide, clock, finish))
+
+    def _trial_streams(self, k: int) -> tuple[random.Random, random.Random]:
+        """Trial ``k``'s streams, as :func:`_streams` makes them, from seeds computed for
+        ``CHUNK_TRIALS`` trials at once (:func:`relsim.timeline._seeds.trial_seeds`: the
+        same seeds, without a ``SeedSequence`` per trial)."""
+        seeds = self.seeds
+        if seeds is None:
+            return _streams(self.root, k)
+        offset = k - self.seeds_first
+        if not 0 <= offset < len(seeds):
+            first = k - k % CHUNK_TRIALS
+            count = min(CHUNK_TRIALS, self.trials - first)
+            self.seeds = seeds = trial_seeds(self.root, first, count)
+            self.seeds_first, offset = first, k - first
+            if seeds is None:  # a seed this does not cover: numpy's SeedSequence, trial by trial
+                return _streams(self.root, k)
+        decide, clock = seeds[offset]
+        return random.Random(decide), random.Random(clock)
 
     def _queue_timeout(self, k: int, arrival: float, deadline: float) -> None:
         trial = Trial(k, arrival, self._log if k < self.record else None)

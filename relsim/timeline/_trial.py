@@ -101,6 +101,14 @@ class Model:
         # The trial's loop: section 3's here; section 8's in relsim.timeline._design.DesignModel
         self.run: Callable[..., Any] = _steps
 
+    def process(self, fleet: "Fleet", trial: "Trial", decide: Any, clock: Any,
+                finish: Callable[["Trial", int], None]) -> Any:
+        """The simpy process (a generator) of one trial, which ends with ``finish(trial,
+        outcome)``: section 3's loop is one itself; any other runs inside :func:`run_trial`."""
+        if self.run is _steps:
+            return _steps(fleet, self, fleet.env, trial, decide, clock, finish)
+        return run_trial(fleet, trial, decide, clock, finish)
+
 
 def build_model(trial: TrialModel, time: TimeModel) -> Model:
     """The :class:`Model` of a run: with any of section 8's tables, one that runs them
@@ -112,21 +120,61 @@ def build_model(trial: TrialModel, time: TimeModel) -> Model:
     return Model(trial, time)
 
 
+class Slots:
+    """``capacity`` units of a shared resource (agent slots, LLM slots, reviewers), granted
+    FIFO, on simpy's public events (the FIFO of ``simpy.Resource``, cheaper).
+
+    ``take()`` takes a free unit at once and returns None (no event: the trial goes on in
+    the same step, as it would on a granted ``Resource`` request), else it joins the queue
+    and returns the event that succeeds when a unit is handed to it; ``give()`` hands a unit
+    to the longest waiter, or back to the pool; ``cancel(event)`` withdraws a taker stopped
+    in the queue (giving the unit back if it had been handed over in that same instant). A
+    free unit with takers waiting never happens: ``give`` serves the queue first.
+    """
+
+    __slots__ = ("env", "free", "queue")
+
+    def __init__(self, env: Any, capacity: int) -> None:
+        from collections import deque
+
+        self.env = env
+        self.free = capacity
+        self.queue: Any = deque()
+
+    def take(self) -> Any:
+        if self.free:
+            self.free -= 1
+            return None
+        event = self.env.event()
+        self.queue.append(event)
+        return event
+
+    def give(self) -> None:
+        if self.queue:
+            self.queue.popleft().succeed()
+        else:
+            self.free += 1
+
+    def cancel(self, event: Any) -> None:
+        if event.triggered:  # handed over, not yet seen by the taker: it goes on
+            self.give()
+        else:
+            self.queue.remove(event)
+
+
 class Fleet:
     """The shared simpy resources of one environment, and their busy capacity-seconds."""
 
     def __init__(self, env: Any, model: Model) -> None:
-        import simpy
-
         from relsim.timeline._buckets import RateGate
 
         self.env = env
         self.model = model
         agents, llm = model.agents, model.llm_concurrency
         reviewers = model.reviewers if model.human else None
-        self.agents = None if agents is None else simpy.Resource(env, agents)
-        self.llm = None if llm is None else simpy.Resource(env, llm)
-        self.reviewers = None if reviewers is None else simpy.Resource(env, reviewers)
+        self.agents = None if agents is None else Slots(env, agents)
+        self.llm = None if llm is None else Slots(env, llm)
+        self.reviewers = None if reviewers is None else Slots(env, reviewers)
         limited = model.rpm is not None or model.tpm is not None
         self.gate = RateGate(env, model.rpm, model.tpm) if limited else None
         self.busy = {"agents": 0.0, "llm": 0.0, "reviewers": 0.0}
@@ -186,7 +234,8 @@ def run_trial(fleet: Fleet, trial: Trial, decide: Any, clock: Any, finish: Calla
     """The simpy process of one trial (it already holds its agent slot when there are agents).
 
     ``decide`` and ``clock`` are the trial's two ``random.Random`` streams; ``finish(trial,
-    outcome)`` records it when the trial ends, however it ends.
+    outcome)`` records it when the trial ends, however it ends. Section 8's loop runs in it
+    (``model.run``, which returns the outcome); section 3's ends the trial itself (``_steps``).
     """
     import simpy
 
@@ -205,12 +254,18 @@ def arm_stops(fleet: Fleet, trial: Trial, clock: Any) -> None:
     """Start the crash clock (from now, the agent slot's start) and the deadline (from
     arrival): each interrupts the trial if it has not ended by then."""
     env, model = fleet.env, fleet.model
+    now = env.now
+    due = None if model.deadline is None else max(0.0, trial.arrival + model.deadline - now)
     if model.crash_rate > 0.0:
-        ring = env.timeout(clock.expovariate(model.crash_rate))
-        ring.callbacks.append(lambda _e: _interrupt(trial, INFRA, env.now))
-    if model.deadline is not None:
-        due = env.timeout(max(0.0, trial.arrival + model.deadline - env.now))
-        due.callbacks.append(lambda _e: _deadline(trial, env.now))
+        ring = clock.expovariate(model.crash_rate)
+        # A ring after the deadline finds the trial ended (no trial's clock passes its
+        # deadline: see _deadline), so it is not scheduled: one event and heap entry less
+        # per trial. The times compared are the ones simpy would schedule; at a tie the
+        # crash, scheduled first, would come first, so it stays.
+        if due is None or now + ring <= now + due:
+            env.timeout(ring).callbacks.append(lambda _e: _interrupt(trial, INFRA, env.now))
+    if due is not None:
+        env.timeout(due).callbacks.append(lambda _e: _deadline(trial, env.now))
 
 
 def _interrupt(trial: Trial, cause: int, now: float) -> None:
@@ -295,17 +350,19 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         if seconds > 0.0:
             yield wait(env, trial, seconds)
         return
-    request = pool.request()
+    request = pool.take()
     since = env.now
     granted = None
     try:
-        if not request.triggered:
+        if request is not None:
             if trial.overdue:
                 raise _Stop
             if log:
                 log(trial, "request", step, attempt, "llm", None)
-        yield request
-        granted = env.now
+            yield request
+            granted = env.now
+        else:
+            granted = since
         # summed left to right as _hold sums: the same bits as ever
         trial.wait_llm = trial.wait_llm + granted - since
         if log:
@@ -328,7 +385,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
         if granted is None:
             trial.wait_llm = trial.wait_llm + now - since
             fleet.inner += fleet.clipped(since, now)
-            request.cancel()
+            pool.cancel(request)
         else:
             if granted != since:  # time queued (clipped to the window: 0 when none)
                 fleet.inner += fleet.clipped(since, granted)
@@ -336,7 +393,7 @@ def _llm_call(fleet: Fleet, env: Any, trial: Trial, step: int, attempt: int, kin
             trial.held_llm = trial.held_llm + now - granted
             if log:
                 log(trial, "release", step, attempt, "llm", None)
-        pool.release(request)
+            pool.give()
 
 
 def _review(fleet: Fleet, env: Any, trial: Trial, position: int, outcome: str, clock: Any) -> Any:
@@ -364,17 +421,19 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
     log = trial.log
     pool = getattr(fleet, name)
     waited, held = _TALLIES[name]
-    request = pool.request()
+    request = pool.take()
     since = env.now
     granted = None
     try:
-        if not request.triggered:
+        if request is not None:
             if trial.overdue:
                 raise _Stop
             if log:
                 log(trial, "request", step, attempt, name, None)
-        yield request
-        granted = env.now
+            yield request
+            granted = env.now
+        else:
+            granted = since
         setattr(trial, waited, getattr(trial, waited) + granted - since)
         if log:
             log(trial, "acquire", step, attempt, name, None)
@@ -385,21 +444,26 @@ def _hold(fleet: Fleet, env: Any, trial: Trial, name: str, step: int, attempt: i
         if granted is None:
             setattr(trial, waited, getattr(trial, waited) + env.now - since)
             fleet.inner += fleet.clipped(since, env.now)
-            request.cancel()
+            pool.cancel(request)
         else:
             fleet.inner += fleet.clipped(since, granted)
             fleet.busy[name] += fleet.clipped(granted, env.now)
             setattr(trial, held, getattr(trial, held) + env.now - granted)
             if log:
                 log(trial, "release", step, attempt, name, None)
-        pool.release(request)
+            pool.give()
 
 
-def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any) -> Any:
-    """Section 3's loop, with the waits of section 7 between its draws.
+def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: Any,
+           finish: Callable[[Trial, int], None]) -> Any:
+    """Section 3's loop, with the waits of section 7 between its draws: the simpy process of one
+    trial, which ends it as :func:`run_trial` ends a trial of section 8's loop (written here,
+    not wrapped: a wrapper's frame costs about 0.1 us at each of the trial's resumes).
 
     It runs at every attempt: the model's lists and flags are read into locals once per trial
     and :func:`_wait` is written out (the same draws in the same order, the same events)."""
+    import simpy
+
     log = trial.log
     random, gauss = decide.random, decide.gauss
     timeout = env.timeout
@@ -413,6 +477,10 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     per_step, total, backoff = m.per_step, m.total, m.backoff
     is_checkpoint = m.is_checkpoint
     z = gauss(0.0, 1.0) if task_sd > 0 else 0.0
+    # with no step effect the shift is the trial's: a step's p depends on its logit only, so
+    # the last one computed serves the steps that share its logit (the same expit, once)
+    task_shift = task_sd * z + 0.0
+    shifted_logit = shifted_p = math.nan
     confused = False
     i = seg_start = 0
     seg_tainted = doomed = False
@@ -421,162 +489,199 @@ def _steps(fleet: Fleet, m: Model, env: Any, trial: Trial, decide: Any, clock: A
     gate, pool, tokens_of = fleet.gate, fleet.llm, m.tokens
     busy, window = fleet.busy, fleet.window  # the window is open before any trial runs
     direct = gate is None and pool is None
-    while True:
-        if i == n:
-            return SILENT if (seg_tainted or doomed) else SUCCESS
-        p = p_of[i]
-        if random_effects and not fixed[i]:
-            shift = task_sd * z + (step_sd * gauss(0.0, 1.0) if step_sd > 0 else 0.0)
-            p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
-        elif random_effects and step_sd > 0:
-            gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
-        step = i + 1
-        spec = attempt_time[i]
-        lognormal = attempt_lognormal[i]
-        if lognormal is not None:
-            mu, sigma = lognormal
-        cost = attempt_cost[i]
-        if has_verifier:
-            pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
-        j = 0
+    outcome = -1
+    try:
         while True:
-            pe = p * factor if confused else p
-            correct = random() < pe
-            if confusion:
-                if not correct and not confused:
-                    confused = random() < enter
-                elif correct and confused:
-                    confused = not (random() < recover)
-            if has_verifier:
-                accepted = random() < (pass_right if correct else pass_wrong)
-            else:
-                accepted = True
-            # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
+            if i == n:
+                outcome = SILENT if (seg_tainted or doomed) else SUCCESS
+                break
+            p = p_of[i]
+            if random_effects and not fixed[i]:
+                if step_sd > 0:
+                    shift = task_sd * z + step_sd * gauss(0.0, 1.0)
+                    p = expit(logit[i] + shift)  # stable at any shift (task_sd in the hundreds)
+                else:
+                    if logit[i] != shifted_logit:  # (never equal to the first: nan)
+                        shifted_logit = logit[i]
+                        shifted_p = expit(shifted_logit + task_shift)
+                    p = shifted_p
+            elif random_effects and step_sd > 0:
+                gauss(0.0, 1.0)  # section 3 draws u at every execution, even where p is fixed
+            step = i + 1
+            spec = attempt_time[i]
+            lognormal = attempt_lognormal[i]
             if lognormal is not None:
-                # clock.lognormvariate(mu, sigma) written out (CPython 3.11's Kinderman and
-                # Monahan loop, the same draws to the bit): three calls fewer an attempt
-                while True:
-                    u1 = uniform()
-                    u2 = 1.0 - uniform()
-                    zk = NV_MAGICCONST * (u1 - 0.5) / u2
-                    if zk * zk / 4.0 <= -log_(u2):
-                        break
-                seconds = exp_(mu + zk * sigma)
-            else:
-                seconds = spec if isinstance(spec, float) else spec(clock)
-            # _llm_call written out (the same waits, tallies, log and events); with no rate
-            # limit and no LLM slots the call is just its time
-            if gate is not None:
-                tokens = tokens_of[i]
-                trial.calls += 1
-                trial.tokens += tokens
-                waiting = gate.take(tokens)
-                if waiting is not None:
-                    yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
-                if log:
-                    log(trial, "acquire", step, j + 1, "rate_limit", None)
-            if pool is None:
-                trial.attempts += 1
-                trial.cost += cost
-                if log:
-                    log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
-                if seconds > 0.0:
-                    if trial.overdue:
-                        raise _Stop
-                    trial.busy_until = env.now + seconds
-                    yield timeout(seconds)
-            else:
-                request = pool.request()
-                since = env.now
-                granted = None
-                try:
-                    if not request.triggered:
-                        if trial.overdue:
-                            raise _Stop
-                        if log:
-                            log(trial, "request", step, j + 1, "llm", None)
-                    yield request
-                    granted = env.now
-                    # summed left to right as _hold sums: the same bits as ever
-                    trial.wait_llm = trial.wait_llm + granted - since
+                mu, sigma = lognormal
+            cost = attempt_cost[i]
+            if has_verifier:
+                pass_right, pass_wrong = 1.0 - false_reject[i], miss[i]
+            j = 0
+            while True:
+                pe = p * factor if confused else p
+                correct = random() < pe
+                if confusion:
+                    if not correct and not confused:
+                        confused = random() < enter
+                    elif correct and confused:
+                        confused = not (random() < recover)
+                if has_verifier:
+                    accepted = random() < (pass_right if correct else pass_wrong)
+                else:
+                    accepted = True
+                # the attempt: always an LLM call (its cost, attempt + verify, booked as it starts)
+                if lognormal is not None:
+                    # clock.lognormvariate(mu, sigma) written out (CPython 3.11's Kinderman and
+                    # Monahan loop, the same draws to the bit): three calls fewer an attempt
+                    while True:
+                        u1 = uniform()
+                        u2 = 1.0 - uniform()
+                        zk = NV_MAGICCONST * (u1 - 0.5) / u2
+                        if zk * zk / 4.0 <= -log_(u2):
+                            break
+                    seconds = exp_(mu + zk * sigma)
+                else:
+                    seconds = spec if isinstance(spec, float) else spec(clock)
+                # _llm_call written out (the same waits, tallies, log and events); with no rate
+                # limit and no LLM slots the call is just its time. ``now``: the clock, read
+                # once here and again only after a wait in a queue
+                now = env.now
+                if gate is not None:
+                    tokens = tokens_of[i]
+                    trial.calls += 1
+                    trial.tokens += tokens
+                    waiting = gate.take(tokens, now)
+                    if waiting is not None:
+                        yield from _rate_wait(fleet, env, trial, waiting, step, j + 1)
+                        now = env.now
+                    if log:
+                        log(trial, "acquire", step, j + 1, "rate_limit", None)
+                if pool is None:
                     trial.attempts += 1
                     trial.cost += cost
                     if log:
-                        log(trial, "acquire", step, j + 1, "llm", None)
                         log(trial, "attempt", step, j + 1, "llm", "correct" if correct else "wrong")
                     if seconds > 0.0:
                         if trial.overdue:
                             raise _Stop
-                        trial.busy_until = granted + seconds
+                        # resumed at this very float (simpy's clock is now + delay): the
+                        # verification after it reads ``now`` instead of the clock
+                        now = trial.busy_until = now + seconds
                         yield timeout(seconds)
-                finally:
-                    now = env.now
-                    if granted is None:
-                        trial.wait_llm = trial.wait_llm + now - since
-                        fleet.inner += fleet.clipped(since, now)
-                        request.cancel()
+                else:
+                    if pool.free:  # pool.take(), written out for a free slot
+                        pool.free -= 1
+                        request = None
                     else:
-                        if granted != since:
-                            fleet.inner += fleet.clipped(since, granted)
-                        if now > window:  # fleet.clipped(granted, now), written out
-                            busy["llm"] += now - (granted if granted > window else window)
-                        trial.held_llm = trial.held_llm + now - granted
+                        request = pool.take()
+                    since = now
+                    granted = None
+                    try:
+                        if request is not None:
+                            if trial.overdue:
+                                raise _Stop
+                            if log:
+                                log(trial, "request", step, j + 1, "llm", None)
+                            yield request
+                            granted = env.now
+                        else:
+                            granted = since
+                        # summed left to right as _hold sums: the same bits as ever
+                        trial.wait_llm = trial.wait_llm + granted - since
+                        trial.attempts += 1
+                        trial.cost += cost
                         if log:
-                            log(trial, "release", step, j + 1, "llm", None)
-                    pool.release(request)
-            if has_verifier:
-                verdict = "accept" if accepted else "reject"
-                seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
-                if llm_verify and not direct:
-                    yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict, seconds, None)
+                            log(trial, "acquire", step, j + 1, "llm", None)
+                            log(trial, "attempt", step, j + 1, "llm",
+                                "correct" if correct else "wrong")
+                        if seconds > 0.0:
+                            if trial.overdue:
+                                raise _Stop
+                            trial.busy_until = granted + seconds
+                            yield timeout(seconds)
+                    finally:
+                        now = env.now
+                        if granted is None:
+                            trial.wait_llm = trial.wait_llm + now - since
+                            fleet.inner += fleet.clipped(since, now)
+                            pool.cancel(request)
+                        else:
+                            if granted != since:
+                                fleet.inner += fleet.clipped(since, granted)
+                            if now > window:  # fleet.clipped(granted, now), written out
+                                busy["llm"] += now - (granted if granted > window else window)
+                            trial.held_llm = trial.held_llm + now - granted
+                            if log:
+                                log(trial, "release", step, j + 1, "llm", None)
+                            if pool.queue:  # pool.give(), written out
+                                pool.queue.popleft().succeed()
+                            else:
+                                pool.free += 1
+                if has_verifier:
+                    seconds = verify_time if isinstance(verify_time, float) else verify_time(clock)
+                    if llm_verify and not direct:
+                        verdict = "accept" if accepted else "reject"
+                        yield from _llm_call(fleet, env, trial, step, j + 1, "verify", verdict,
+                                             seconds, None)
+                    else:
+                        if log:
+                            log(trial, "verify", step, j + 1, "llm" if llm_verify else None,
+                                "accept" if accepted else "reject")
+                        if seconds > 0.0:
+                            if trial.overdue:
+                                raise _Stop
+                            trial.busy_until = now + seconds  # now: the call's end, just above
+                            yield timeout(seconds)
+                if accepted:
+                    seg_tainted |= not correct
+                    i += 1
+                    break
+                if j < per_step[i] and retries_used < total:
+                    j += 1
+                    retries_used += 1
+                    if backoff is not None:
+                        seconds = backoff_wait(backoff, j)  # the cap before the power
+                        if backoff.jitter:
+                            seconds *= clock.random()
+                        if log:
+                            log(trial, "backoff", step, j + 1, None, None)
+                        if seconds > 0.0:
+                            yield _wait(env, trial, seconds)
+                    continue
+                outcome = DETECTED  # the budget is spent
+                break
+            if outcome >= 0:
+                break
+            if is_checkpoint[i]:
+                trial.cost += m.checkpoint_cost
+                caught = random() < (m.detect if seg_tainted else m.false_alarm)
+                verdict = "catch" if caught else "pass"
+                if m.human:
+                    yield from _review(fleet, env, trial, i, verdict, clock)
                 else:
                     if log:
-                        log(trial, "verify", step, j + 1, "llm" if llm_verify else None, verdict)
-                    if seconds > 0.0:
-                        if trial.overdue:
-                            raise _Stop
-                        trial.busy_until = env.now + seconds
-                        yield timeout(seconds)
-            if accepted:
-                seg_tainted |= not correct
-                i += 1
-                break
-            if j < per_step[i] and retries_used < total:
-                j += 1
-                retries_used += 1
-                if backoff is not None:
-                    seconds = backoff_wait(backoff, j)  # the cap before the power
-                    if backoff.jitter:
-                        seconds *= clock.random()
-                    if log:
-                        log(trial, "backoff", step, j + 1, None, None)
+                        log(trial, "checkpoint", i, None, None, verdict)
+                    seconds = _draw(m.checkpoint_time, clock)
                     if seconds > 0.0:
                         yield _wait(env, trial, seconds)
-                continue
-            return DETECTED
-        if is_checkpoint[i]:
-            trial.cost += m.checkpoint_cost
-            caught = random() < (m.detect if seg_tainted else m.false_alarm)
-            verdict = "catch" if caught else "pass"
-            if m.human:
-                yield from _review(fleet, env, trial, i, verdict, clock)
-            else:
-                if log:
-                    log(trial, "checkpoint", i, None, None, verdict)
-                seconds = _draw(m.checkpoint_time, clock)
-                if seconds > 0.0:
-                    yield _wait(env, trial, seconds)
-            if caught:
-                if rollbacks_used == m.rollbacks:
-                    return DETECTED
-                rollbacks_used += 1
-                trial.cost += m.rollback_cost
-                if log:
-                    log(trial, "rollback", i, None, None, None)
-                i = seg_start
+                if caught:
+                    if rollbacks_used == m.rollbacks:
+                        outcome = DETECTED
+                        break
+                    rollbacks_used += 1
+                    trial.cost += m.rollback_cost
+                    if log:
+                        log(trial, "rollback", i, None, None, None)
+                    i = seg_start
+                    seg_tainted = False
+                    confused = False
+                    continue
+                doomed |= seg_tainted
                 seg_tainted = False
-                confused = False
-                continue
-            doomed |= seg_tainted
-            seg_tainted = False
-            seg_start = i
+                seg_start = i
+    except simpy.Interrupt as stop:  # the deadline or the crash clock (see _interrupt)
+        assert isinstance(stop.cause, int)  # _interrupt's cause: an outcome code
+        outcome = stop.cause
+    except _Stop:
+        outcome = TIMEOUT
+    trial.done = True
+    finish(trial, outcome)
