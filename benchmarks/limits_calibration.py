@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from relsim import Scenario, evaluate, simulate, simulate_timeline
+from relsim.scenario import time_model
 from relsim.exact import work_estimate
 from relsim.montecarlo import work_estimate as mc_work_estimate
 from relsim.timeline import work_estimate as timeline_work_estimate
@@ -77,11 +78,12 @@ TIMELINE_CASES = {
     "25 steps, attempt and verify times": ({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
                                             "retries": {"per_step": 2},
                                             "timing": {"attempt": 8, "verify": 2}}, 2000),
-    "fleet_rate_limits.toml": ("scenarios/fleet_rate_limits.toml", 400),
-    "support_reviewers.toml": ("scenarios/support_reviewers.toml", 1000),
+    # a workload's count is replications of its fleet.tasks
+    "fleet_rate_limits.toml (2 replications)": ("scenarios/fleet_rate_limits.toml", 2),
+    "support_reviewers.toml (2 replications)": ("scenarios/support_reviewers.toml", 2),
     "5 steps, LLM slots, no agent pool (all alive)": (
         {"steps": 5, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 2},
-         "timing": {"attempt": 8}, "resources": {"llm_concurrency": 4}}, 3000),
+         "timing": {"attempt": 8}, "resources": {"llm_concurrency": 4}}, 2),
     "1000 steps, no time tables": ({"steps": 1000, "p": 0.99}, 100),
 }
 
@@ -110,10 +112,14 @@ def main() -> None:
     print()
     print(f"{'timeline':55} {'estimate s':>10} {'measured s':>10} {'ratio':>6}")
     simulate_timeline(EXACT_CASES["chain, 20000 steps"] | {"steps": 2}, 10, seed=0)  # load simpy
-    for name, (data, trials) in TIMELINE_CASES.items():
+    for name, (data, count) in TIMELINE_CASES.items():
         s = Scenario.from_toml(data) if isinstance(data, str) else Scenario.from_dict(data)
-        estimate = timeline_work_estimate(s, trials).seconds
-        measured = _time(lambda: simulate_timeline(s, trials, seed=0))
+        if time_model(s).workload:  # count replications of fleet.tasks, as the engine counts them
+            estimate = timeline_work_estimate(s, time_model(s).tasks * count).seconds
+            measured = _time(lambda: simulate_timeline(s, replications=count, seed=0))
+        else:
+            estimate = timeline_work_estimate(s, count).seconds
+            measured = _time(lambda: simulate_timeline(s, count, seed=0))
         print(f"{name:55} {estimate:10.3f} {measured:10.3f} {estimate / measured:6.2f}")
 
 

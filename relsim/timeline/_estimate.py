@@ -7,7 +7,8 @@ A trial costs its bookkeeping, its attempts (section 3's draws and decisions) an
 events; the attempts and step executions per trial are Monte Carlo's expectation
 (``relsim.montecarlo._estimate.expected_work``, pessimistic), and the events follow from the
 time tables: one per timed action (an attempt, a verification, a backoff, a checkpoint
-check), two per hold of a shared slot (request and release), one per rate-limit wait, and
+check), one per hold of a shared slot (a slot found free is taken without an event, a busy
+one is handed over with one: counted as if every hold waited), one per rate-limit wait, and
 per trial its start, its end, its deadline, its crash clock, its arrival and its agent slot;
 with ``[sampling]`` an attempt is ``n`` LLM calls (each a process of its own when something
 is shared):
@@ -35,11 +36,14 @@ from relsim.scenario import Scenario, as_scenario, time_model, trial_model
 __all__ = ["work_estimate"]
 
 # Seconds per trial (process, streams, tally), per attempt (draws and decisions) and per simpy
-# event (a timeout, a request or a release), on the calibration machine (two cores at load 3
+# event (a timeout, a hand-over of a slot), on the calibration machine (two cores at load 3
 # to 7: benchmarks/README.md; high by about 2x at the lighter load, low by up to 1.6x at 7).
-_SECONDS_PER_TRIAL = 150e-6
-_SECONDS_PER_ATTEMPT = 2.25e-6
-_SECONDS_PER_EVENT = 15e-6
+# Scaled by 0.75 when issue 22 made the simpy path 1.3-1.6x faster on the calibration's
+# cases (the same script, before and after, at load 0.8: the ratios to the measured time
+# back where they were).
+_SECONDS_PER_TRIAL = 112e-6
+_SECONDS_PER_ATTEMPT = 1.7e-6
+_SECONDS_PER_EVENT = 11e-6
 # Seconds per trial and per attempt on the compiled path (relsim.timeline._fast: independent
 # trials), one thread of the calibration machine, drawing every duration (lognormal).
 _KERNEL_SECONDS_PER_TRIAL = 0.2e-6
@@ -110,20 +114,20 @@ def _plan(scenario: Scenario | Mapping[str, Any], trials: int,
     per_attempt = float(any(not d.is_zero for d in time.attempt))
     if model.has_verifier and not time.verify.is_zero:
         per_attempt += 1
-    if time.llm_concurrency is not None:
-        per_attempt += 2 * calls
+    if time.llm_concurrency is not None:  # a hand-over (relsim.timeline._trial.Slots)
+        per_attempt += calls
     if time.rpm is not None or time.tpm is not None:
         per_attempt += calls
     if samples > 1 and not time.independent:  # each parallel call is a process (start, end)
         per_attempt += 2 * calls + 2
     # start and end; the deadline, the crash clock, the arrival gap, the agent slot
     per_trial = 2.0 + (time.deadline is not None) + (time.crash_per_hour > 0) + time.poisson
-    per_trial += 2 * (time.agents is not None)
+    per_trial += time.agents is not None
     if time.backoff is not None:
         per_trial += retries
     if model.has_checkpoints:
         checks = len(model.checkpoint_positions) * executions / model.steps
-        per_trial += checks * (3 if time.human else float(not time.checkpoint.is_zero))
+        per_trial += checks * (2 if time.human else float(not time.checkpoint.is_zero))
     events = attempts * per_attempt + per_trial
     seconds = trials * (
         _SECONDS_PER_TRIAL + _SECONDS_PER_ATTEMPT * attempts * samples + _SECONDS_PER_EVENT * events
