@@ -444,6 +444,12 @@ def test_the_report_lists_a_valued_designs_levers_by_utility():
     assert order == ["verifier miss halved", "p +1 point on every step", "one more retry per step"]
     retry = rows[-1].split("|")
     assert f"{_mixture_utility(-1.0, 2, 0.25):.6g}" in retry  # its utility, by hand
+    # the outcome section's "best single change" is the table's first row (not the retry,
+    # which gains the most success)
+    from relsim.report._sections import outcome
+
+    shown = outcome(ctx).body
+    assert "with: verifier miss halved" in shown and "with: one more retry" not in shown
 
 
 def test_the_why_of_a_mixture_capped_by_its_verifier_averages_the_classes():

@@ -153,7 +153,9 @@ def outcome(ctx: Context) -> Section:
         rows.append(("expected utility (the [utility] table's value of the outcomes)",
                      o.expected_utility))
     results: dict[str, Any] = {"this design": o}
-    best = ctx.levers.iloc[0] if len(ctx.levers) and ctx.levers.iloc[0]["delta_success"] > 0 else None
+    # the levers table's first row, by what it ranks (success, or utility with [utility])
+    ranked_by = ctx.levers.attrs.get("ranked_by", "delta_success")
+    best = ctx.levers.iloc[0] if len(ctx.levers) and ctx.levers.iloc[0][ranked_by] > 0 else None
     if best is not None:
         from relsim.exact import evaluate
         from relsim.plan.sensitivity import apply
