@@ -452,6 +452,26 @@ def test_the_report_lists_a_valued_designs_levers_by_utility():
     assert "with: verifier miss halved" in shown and "with: one more retry" not in shown
 
 
+def test_a_lever_that_only_saves_cost_leads_a_valued_design():
+    # One step, rung 0 (p 0.7) for two attempts, then a rung of p 0.95; utility charges the
+    # cost. Halving rung 0's cost keeps success and saves 0.5 x its expected attempts,
+    # 1 + 0.3 (a second one after a rejected first): utility +0.65, the largest gain.
+    from relsim.report._sections import Context, outcome
+
+    design = relsim.Scenario.from_dict({
+        "steps": 1, "p": 0.7, "verifier": {}, "retries": {"per_step": 2},
+        "cost": {"attempt": 1.0}, "escalation": {"after": [2], "p": [0.95]},
+        "utility": {"cost_weight": 1.0}})
+    table = levers(design)
+    first = table.iloc[0]
+    assert first["lever"] == "rung 0 attempt cost halved" and first["delta_success"] == 0
+    assert first["delta_expected_utility"] == pytest.approx(0.5 * (1 + 0.3), abs=1e-12)
+    # the report's outcome section shows it as the best single change (by success alone it
+    # gains nothing, and no change would be shown)
+    shown = outcome(Context(scenario=design, source="test", target=None, trials=0, seed=0)).body
+    assert "with: rung 0 attempt cost halved" in shown
+
+
 def test_the_why_of_a_mixture_capped_by_its_verifier_averages_the_classes():
     # Two classes behind a verifier with miss 0.3: a class of per-attempt success p is capped,
     # however many retries, at a/(a+w) = p(1-fr) / (p(1-fr) + (1-p) miss) (docs/model.md),
