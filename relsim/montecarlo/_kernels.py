@@ -162,6 +162,28 @@ def _uniform(outputs, step, lane):
     return np.int64(x & _LOW_32)
 
 
+@numba.njit(inline="always")
+def _execution(u, i, allowed, accept_any, width, s0, s1, s2, s3):
+    """One execution of step ``i`` with ``allowed`` retries, inverted from the uniform ``u``
+    through the step's row of ``accept_any``; a whole row rejected with retries left takes a
+    fresh uniform from the first stream (``s0..s3``, updated in place) for the next chunk.
+
+    Returns (k, last, made, u): the attempt accepted in the last chunk (``k == last``: none,
+    out of retries after ``allowed + 1`` attempts), that chunk's length, the attempts of the
+    chunks before it, and the uniform the accepted attempt is judged by (right when it is
+    below ``accept_correct[i, k]``)."""
+    made = 0  # attempts in earlier chunks
+    while True:
+        last = min(width[i], allowed + 1 - made)  # attempts of this chunk within budget
+        k = 0
+        while k < last and u >= accept_any[i, k]:
+            k += 1
+        if k < last or made + last > allowed:
+            return k, last, made, u
+        made += last
+        u = _uniform32(s0, s1, s2, s3)
+
+
 @numba.njit(cache=True)
 def _replay(outputs, lane, accept_correct, accept_any, width, per_step, total_retries, s0, s1,
             s2, s3):
@@ -187,18 +209,9 @@ def _replay(outputs, lane, accept_correct, accept_any, width, per_step, total_re
     attempts = 0
     first_wrong = -1
     for i in range(width.shape[0]):
-        u = _uniform(outputs, i, lane)
         allowed = min(per_step[i], total_retries - retries_used)  # retries this execution
-        made = 0  # attempts in earlier chunks
-        while True:
-            last = min(width[i], allowed + 1 - made)  # attempts of this chunk within budget
-            k = 0
-            while k < last and u >= accept_any[i, k]:
-                k += 1
-            if k < last or made + last > allowed:
-                break
-            made += last
-            u = _uniform32(s0, s1, s2, s3)
+        k, last, made, u = _execution(_uniform(outputs, i, lane), i, allowed, accept_any, width,
+                                      s0, s1, s2, s3)
         if k == last:  # out of retries after allowed + 1 attempts
             return (DETECTED_FAILURE, attempts + allowed + 1, retries_used + allowed,
                     first_wrong, i + 1)

@@ -58,10 +58,9 @@ from relsim.montecarlo._draws import (
     _normal,
     _normal_edge,
     _step_lanes,
-    _uniform32,
     execution_table,
 )
-from relsim.montecarlo._kernels import FAST_COLUMNS, LANES, _float_bits, _uniform
+from relsim.montecarlo._kernels import FAST_COLUMNS, LANES, _execution, _float_bits, _uniform
 from relsim.montecarlo._layout import GENERATOR_LANES
 from relsim.timeline._kernel import (
     _C0,
@@ -254,18 +253,9 @@ def _executions(outputs, lane, accept_correct, accept_any, width, per_step, tota
     tainted = False
     retries_used = 0
     for i in range(width.shape[0]):
-        u = _uniform(outputs, i, lane)
         allowed = min(per_step[i], total_retries - retries_used)  # retries this execution
-        made = 0  # attempts in earlier chunks
-        while True:
-            last = min(width[i], allowed + 1 - made)  # attempts of this chunk within budget
-            k = 0
-            while k < last and u >= accept_any[i, k]:
-                k += 1
-            if k < last or made + last > allowed:
-                break
-            made += last
-            u = _uniform32(s0, s1, s2, s3)
+        k, last, made, u = _execution(_uniform(outputs, i, lane), i, allowed, accept_any, width,
+                                      s0, s1, s2, s3)
         if k == last:  # out of retries after allowed + 1 attempts
             executed[i] = allowed + 1
             return i, _DETECTED
