@@ -74,6 +74,30 @@ _C = [1.0 / math.factorial(k) for k in range(13)]
 _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12 = _C
 
 
+@numba.njit(inline="always")
+def exp_parts(v):
+    """``exp(v)`` in two parts, for ``v`` in [-708, 709] (clamped there): the polynomial
+    ``exp(r)`` and ``t``, whose low bits hold the ``k`` of ``v = k ln2 + r`` (the caller puts
+    ``2**k`` in the exponent: :func:`exp_many`, ``relsim.timeline._lanes._exp``)."""
+    v = min(max(v, -708.0), 709.0)
+    t = v * _INV_LN2 + _ROUNDER
+    whole = t - _ROUNDER
+    r = (v - whole * _LN2_HI) - whole * _LN2_LO
+    p = _C12
+    p = p * r + _C11
+    p = p * r + _C10
+    p = p * r + _C9
+    p = p * r + _C8
+    p = p * r + _C7
+    p = p * r + _C6
+    p = p * r + _C5
+    p = p * r + _C4
+    p = p * r + _C3
+    p = p * r + _C2
+    p = p * r + _C1
+    return p * r + _C0, t
+
+
 @numba.njit(nogil=True, cache=True, fastmath={"contract"})
 def exp_many(x, out, scratch):
     """``out[k] = exp(x[k])`` for each ``k``, within 3e-16 relative (the tests hold it to
@@ -83,24 +107,7 @@ def exp_many(x, out, scratch):
     polynomial's multiply-adds fused (``fastmath={"contract"}``: one rounding each, half the
     time). ``scratch`` (as long as ``x``) holds the rounded multiples of ln2."""
     for k in range(x.shape[0]):
-        v = min(max(x[k], -708.0), 709.0)
-        t = v * _INV_LN2 + _ROUNDER
-        whole = t - _ROUNDER
-        r = (v - whole * _LN2_HI) - whole * _LN2_LO
-        p = _C12
-        p = p * r + _C11
-        p = p * r + _C10
-        p = p * r + _C9
-        p = p * r + _C8
-        p = p * r + _C7
-        p = p * r + _C6
-        p = p * r + _C5
-        p = p * r + _C4
-        p = p * r + _C3
-        p = p * r + _C2
-        p = p * r + _C1
-        out[k] = p * r + _C0
-        scratch[k] = t
+        out[k], scratch[k] = exp_parts(x[k])
     bits = scratch.view(np.int64)
     for k in range(x.shape[0]):  # 2**whole, from the low bits of t
         bits[k] = (bits[k] - _ROUNDER_BITS + _EXPONENT_BIAS) << _MANTISSA_BITS

@@ -63,34 +63,18 @@ from relsim.montecarlo._draws import (
 from relsim.montecarlo._kernels import FAST_COLUMNS, LANES, _execution, _float_bits, _uniform
 from relsim.montecarlo._layout import GENERATOR_LANES
 from relsim.timeline._kernel import (
-    _C0,
-    _C1,
-    _C2,
-    _C3,
-    _C4,
-    _C5,
-    _C6,
-    _C7,
-    _C8,
-    _C9,
-    _C10,
-    _C11,
-    _C12,
-    _EXPONENT_BIAS,
-    _INV_LN2,
-    _LN2_HI,
-    _LN2_LO,
-    _MANTISSA_BITS,
-    _ROUNDER,
-    _ROUNDER_BITS,
     _DETECTED,
+    _EXPONENT_BIAS,
     _GOING,
     _INFRA,
+    _MANTISSA_BITS,
+    _ROUNDER_BITS,
     _SILENT,
     _SUCCESS,
     _TIMEOUT,
     CONSTANT,
     LOGNORMAL,
+    exp_parts,
 )
 
 #: A trial's crash clock must ring later than ``1 / (1 - CRASH_MARGIN)`` times its end (in
@@ -128,25 +112,9 @@ def _advance_to(now, end, crash_at, deadline, overdue):
 
 @numba.njit(inline="always")
 def _exp(v):
-    """``_kernel.exp_many`` of one value, inlined in a loop that numba vectorizes (the
-    same operations: the same result, within 3e-16 of ``math.exp``)."""
-    v = min(max(v, -708.0), 709.0)
-    t = v * _INV_LN2 + _ROUNDER
-    whole = t - _ROUNDER
-    r = (v - whole * _LN2_HI) - whole * _LN2_LO
-    p = _C12
-    p = p * r + _C11
-    p = p * r + _C10
-    p = p * r + _C9
-    p = p * r + _C8
-    p = p * r + _C7
-    p = p * r + _C6
-    p = p * r + _C5
-    p = p * r + _C4
-    p = p * r + _C3
-    p = p * r + _C2
-    p = p * r + _C1
-    p = p * r + _C0
+    """``_kernel.exp_many`` of one value (its polynomial, ``_kernel.exp_parts``), inlined in
+    a loop that numba vectorizes: the same result, within 3e-16 of ``math.exp``."""
+    p, t = exp_parts(v)
     # 2**whole from the low bits of t (numba's stubs type an intrinsic's Python-level call
     # with its typing context first)
     bits: int = _float_bits(t)  # type: ignore[call-arg]
