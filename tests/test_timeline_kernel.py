@@ -189,14 +189,17 @@ def test_the_scenarios_exercise_what_they_cover(simpy_runs):
 
 def _kernel_of(scenario) -> str:
     from relsim.scenario import as_scenario, time_model, trial_model
-    from relsim.timeline._fast import block_runner
+    from relsim.timeline._fast import block_runner, vectorised
 
     scenario = as_scenario(scenario)
-    return block_runner(trial_model(scenario), time_model(scenario))[0].__name__
+    trial, time = trial_model(scenario), time_model(scenario)
+    name = block_runner(trial, time)[0].__name__
+    assert vectorised(trial, time) == (name == "lanes")  # what the work estimate reads
+    return name
 
 
 def test_run_simples_chains_take_the_vectorised_lane():
-    # relsim.timeline._lanes.eligible: Monte Carlo's fast kernel's chains with one attempt
+    # relsim.timeline._fast.vectorised: Monte Carlo's fast kernel's chains with one attempt
     # duration (constant or lognormal), a constant or lognormal verification, no backoff
     for scenario in LANE_SCENARIOS.values():
         assert _kernel_of(scenario) == "lanes"

@@ -48,6 +48,12 @@ _SECONDS_PER_EVENT = 11e-6
 # trials), one thread of the calibration machine, drawing every duration (lognormal).
 _KERNEL_SECONDS_PER_TRIAL = 0.2e-6
 _KERNEL_SECONDS_PER_ATTEMPT = 0.1e-6
+# The same on the vectorised lane (relsim.timeline._lanes: run_simple's chains), measured on
+# one thread at load 1 (0.21 us a trial on R1 with lognormal attempts, 0.07 us with constant
+# ones, 0.6 us on 100 steps of about 101 lognormal attempts) and set about 3x above, as the
+# one-by-one kernel's are: a lognormal attempt draws its factor, a constant one only counts.
+_LANE_SECONDS_PER_TRIAL = 0.1e-6
+_LANE_SECONDS_PER_ATTEMPT = {True: 0.02e-6, False: 0.004e-6}  # {lognormal attempts: ...}
 # Bytes per trial on the compiled path: the tally (33) and, at the end, the estimates' copies
 # of its columns (the sorted durations, the successes as floats, centred costs).
 _KERNEL_BYTES_PER_TRIAL = 80
@@ -100,7 +106,7 @@ def _plan(scenario: Scenario | Mapping[str, Any], trials: int,
     """:func:`work_estimate`'s answer, and whether the run takes the compiled path."""
     from relsim.montecarlo._estimate import expected_work
     from relsim.timeline._driver import CHUNK_TRIALS
-    from relsim.timeline._fast import applies
+    from relsim.timeline._fast import _LOGNORMAL, applies, duration_code, vectorised
 
     scenario = as_scenario(scenario)
     model, time = trial_model(scenario), time_model(scenario)
@@ -134,8 +140,13 @@ def _plan(scenario: Scenario | Mapping[str, Any], trials: int,
     )
     if applies(model, time, record) and seconds >= COMPILED_FROM_SECONDS:
         # the compiled path (relsim.timeline._fast): no simpy, no live trials
-        kernel_seconds = trials * (_KERNEL_SECONDS_PER_TRIAL
-                                   + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
+        if vectorised(model, time):  # every attempt takes the same duration there
+            lognormal = duration_code(time.attempt[0])[0] == _LOGNORMAL
+            kernel_seconds = trials * (_LANE_SECONDS_PER_TRIAL
+                                       + _LANE_SECONDS_PER_ATTEMPT[lognormal] * attempts)
+        else:
+            kernel_seconds = trials * (_KERNEL_SECONDS_PER_TRIAL
+                                       + _KERNEL_SECONDS_PER_ATTEMPT * attempts)
         kernel_memory = _FIXED_BYTES + trials * _KERNEL_BYTES_PER_TRIAL
         detail = f"about {attempts:,.0f} attempts per trial, {trials:,} trials, compiled"
         return WorkEstimate(seconds=float(kernel_seconds), memory=float(kernel_memory),

@@ -75,6 +75,27 @@ def applies(trial: TrialModel, time: TimeModel, record: int) -> bool:
     return not time.workload and not trial.has_design_tables and record == 0
 
 
+def vectorised(trial: TrialModel, time: TimeModel) -> bool:
+    """Whether a run on the compiled path takes the vectorised lane
+    (``relsim.timeline._lanes.run_lanes``): a chain that Monte Carlo runs on its fast kernel
+    (``KernelInput.exact``: no checkpoints, random effects or confusion, one attempt cost)
+    with one attempt duration for every step and a verification, each constant or
+    lognormal, and no backoff."""
+    from relsim.montecarlo._inputs import kernel_input
+
+    return lane_takes(kernel_input(trial).exact, timing(trial, time))
+
+
+def lane_takes(exact: bool, times: Timing) -> bool:
+    """:func:`vectorised` from Monte Carlo's choice of its fast kernel (``exact``) and the
+    run's :class:`Timing`."""
+    kinds = times.attempt_kind
+    same = bool((kinds == kinds[0]).all() and (times.attempt_a == times.attempt_a[0]).all()
+                and (times.attempt_which == times.attempt_which[0]).all())
+    return (exact and same and int(kinds[0]) in (_CONSTANT, _LOGNORMAL)
+            and times.verify_kind in (_CONSTANT, _LOGNORMAL) and not times.has_backoff)
+
+
 def duration_code(duration: Duration) -> tuple[int, float, float]:
     """``(kind, a, sigma)`` of a duration (see :class:`Timing`; ``sigma`` 0 but for a
     lognormal); a lognormal whose p95 is its median is the constant it is, as the simpy
@@ -185,15 +206,16 @@ def run(trial: TrialModel, time: TimeModel, root: np.random.SeedSequence, trials
 def block_runner(trial: TrialModel, time: TimeModel) -> tuple[Callable[..., None], int]:
     """``(f, size)``: ``f(state, outcome, attempts, cost, duration)`` runs one block's trials
     from its generator's ``state``, on the vectorised kernel
-    (``relsim.timeline._lanes.run_lanes``) when it runs the scenario (``_lanes.eligible``),
+    (``relsim.timeline._lanes.run_lanes``) when it runs the scenario (:func:`lane_takes`),
     else on ``_kernel.run_trials``; ``size`` the trials per block (:func:`block_trials`)."""
     from relsim.montecarlo._inputs import kernel_input
-    from relsim.timeline._lanes import eligible, run_lanes
 
     given = kernel_input(trial)
     times = timing(trial, time)
     design = given.design
-    if eligible(given.exact, times):
+    if lane_takes(given.exact, times):
+        from relsim.timeline._lanes import run_lanes
+
         def lanes(state: np.ndarray, outcome: np.ndarray, attempts: np.ndarray,
                   cost: np.ndarray, duration: np.ndarray) -> None:
             run_lanes(state, design, times, outcome, attempts, cost, duration, False)

@@ -4,7 +4,7 @@ Private; :mod:`relsim.timeline._fast` runs it (instead of ``_kernel.run_trials``
 chains that Monte Carlo runs on its fast kernel (``relsim.montecarlo._kernels.run_simple``:
 no checkpoints, no confusion, no random effects, every attempt at the same cost) whose
 attempts all take the same duration, constant or lognormal, whose verification is constant
-or lognormal, and which have no backoff (``eligible``). It is ``run_simple`` with docs/model.md
+or lognormal, and which have no backoff (``_fast.vectorised``). It is ``run_simple`` with docs/model.md
 section 7's durations added:
 
 - section 3 as ``run_simple`` draws it: one 32-bit uniform per step execution, inverted
@@ -72,7 +72,6 @@ from relsim.timeline._kernel import (
     _SILENT,
     _SUCCESS,
     _TIMEOUT,
-    CONSTANT,
     LOGNORMAL,
     exp_parts,
 )
@@ -85,17 +84,6 @@ CRASH_MARGIN = 1e-9
 _TWO52 = 4503599627370496.0  # 2**52: a float whose low mantissa bits are an integer's
 _TWO52_BITS = np.int64(0x4330000000000000)
 _SIGN_SHIFT = np.int64(63)
-
-
-def eligible(exact: bool, timing) -> bool:
-    """Whether this kernel runs a scenario: ``exact`` is Monte Carlo's choice of its fast
-    kernel (``KernelInput.exact``); ``timing`` the ``_fast.Timing``: one attempt duration for
-    every step and a verification, each constant or lognormal, no backoff."""
-    kinds = timing.attempt_kind
-    same = bool((kinds == kinds[0]).all() and (timing.attempt_a == timing.attempt_a[0]).all()
-                and (timing.attempt_which == timing.attempt_which[0]).all())
-    return (exact and same and int(kinds[0]) in (CONSTANT, LOGNORMAL)
-            and timing.verify_kind in (CONSTANT, LOGNORMAL) and not timing.has_backoff)
 
 
 @numba.njit(inline="always")
