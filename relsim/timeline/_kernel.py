@@ -136,9 +136,10 @@ def _uniform(s0, s1, s2, s3):
 @numba.njit(inline="always")
 def _duration(kind, a, s0, s1, s2, s3):
     """One duration of kind ``kind`` (see ``CONSTANT``): (seconds, new state). A lognormal
-    is returned as its median ``a``: the caller multiplies it by its factor (``_factor``),
-    which reads arrays, kept out of this helper (numba counts a reference to each array it
-    passes, at every call: too dear once per attempt)."""
+    is returned as its median ``a``: the caller multiplies it by the next factor of its
+    sigma's batch, written out at each of the three calls (attempt, verification, check)
+    rather than in a helper, since numba counts a reference to each array passed at every
+    call: too dear once per attempt."""
     if kind == EXPONENTIAL:
         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
         return -math.log1p(-u) * a, s0, s1, s2, s3
