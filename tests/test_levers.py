@@ -160,6 +160,41 @@ def test_cli_text(capsys):
         assert lever in out
 
 
+def test_why_a_stricter_verifier_lowers_the_production_agents_success():
+    # README, docs/design-reviews.md and docs/commands/levers.md explain the "verifier miss
+    # halved" row: a rejected wrong attempt is retried by a confused agent and runs out of the
+    # step's 2 retries, where an accepted one was caught at a checkpoint and redone focused;
+    # the task-wide pool plays no part. Each variant is evaluated exactly.
+    base = relsim.Scenario.from_toml(str(SCENARIO_DIR / "production_agent.toml")).to_dict()
+
+    def dip(change):
+        data = copy.deepcopy(base)
+        change(data)
+        before = relsim.evaluate(data).success
+        data["verifier"]["miss"] /= 2
+        return before - relsim.evaluate(data).success
+
+    assert dip(lambda d: None) > 0  # the row of the table
+    assert dip(lambda d: d["retries"].pop("total")) > 0  # no pool: the same dip
+    assert dip(lambda d: d["correlation"].pop("confusion")) < 0  # no confusion: a gain
+    assert dip(lambda d: d["checkpoints"].update(rollbacks=0)) < 0  # no redo: a gain
+    assert dip(lambda d: d["retries"].update(per_step=3)) < 0  # a retry to spare: a gain
+
+
+def test_the_help_says_what_the_levers_are_ranked_by(capsys):
+    # With a [utility] table the rows are ranked by the change in expected utility, and the
+    # largest gain in success can rank last (stroebl: one more retry; docs/model.md section
+    # 8), so a help line that promises "moves success most" would mislead.
+    frame = levers(relsim.Scenario.from_toml(str(SCENARIO_DIR / "stroebl.toml")))
+    assert frame.attrs["ranked_by"] == "delta_expected_utility"
+    assert frame["delta_success"].idxmax() != frame.index[0]  # success alone would rank otherwise
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = " ".join(capsys.readouterr().out.split())  # argparse wraps the help lines
+    line = listed.split(" levers ", 1)[1].split(" report ", 1)[0]
+    assert "expected utility" in line and "success" in line
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -1,4 +1,5 @@
-"""``relsim levers``: which single design change moves success most, and the targets in time.
+"""``relsim levers``: which single design change buys the most (success, or expected utility
+with a ``[utility]`` table), and what the time levers do to the targets in time.
 
 ::
 
@@ -41,7 +42,8 @@ from relsim.errors import RelsimError
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "levers",
-        help="which single design change moves success most",
+        help="which single design change buys the most: success, or expected utility with a "
+             "[utility] table",
         description=(
             "Evaluate, exactly, every single change a designer could make to a scenario "
             "(more p, a better verifier, one more retry, denser checkpoints, ...) and list "

@@ -33,7 +33,8 @@ def add_parser(subparsers: Any) -> None:
             "Write one self-contained HTML page (inline SVG figures, one inline script, "
             "nothing fetched; readable offline and printable) that a reviewer reads top to "
             "bottom: the design, its exact outcome, the target and what meets it, the levers "
-            "that move success, the design over each lever's range, the compounding context, "
+            "and what each buys (ranked by success, or by expected utility with a [utility] "
+            "table), the design over each lever's range, the compounding context, "
             "an explorer of a uniform chain and a Monte Carlo check. Exit status 3 when the "
             "design does not meet the target (the page is still written)."
         ),

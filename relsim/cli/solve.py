@@ -1,4 +1,4 @@
-"""``relsim solve``: the least retry budget that reaches a reliability target.
+"""``relsim solve``: plan for a reliability target (the flag form's chain, or a scenario file's --for).
 
 Flag form (closed forms only, so it starts fast: numpy and nothing heavier)::
 
@@ -72,7 +72,8 @@ _ROW_KEYS = ("p", "retries", "success", "step_ceiling", "ceiling", "feasible", "
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "solve",
-        help="least retries per step for a reliability target",
+        help="plan for a reliability target: the retries a chain needs, or one quantity of a "
+             "scenario file (--for)",
         description=(
             "Plan for a reliability target. Flag form: the per-step success a chain of STEPS "
             "steps needs, and with --p the least per-step retry budget behind a verifier that "

@@ -75,7 +75,7 @@ shadows a function of this namespace): ``chain`` (the closed-form chain planner)
 ``ladder`` (:func:`escalation`), ``objective`` (the objectives: utility), ``search`` (the
 search methods), ``evidence`` (audits and fits read and applied), ``uncertainty``
 (:func:`retries_with_confidence`), ``binding`` (which constraint binds), ``sensitivity``
-(:func:`levers`, the single changes that move success, and :func:`time_levers`, those
+(:func:`levers`, the single changes and what each buys in success or expected utility, and :func:`time_levers`, those
 that move the targets in time), ``curves`` (:func:`curve`, the design over one lever's range), ``capacity``
 (:func:`resources`), ``dominance`` (:func:`frontier`, the designs of a sweep that no other
 beats beyond its noise), ``diagnosis`` (the reasons and remedies as message

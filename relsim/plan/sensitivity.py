@@ -1,4 +1,4 @@
-r"""The levers that move success: every single change a designer could make, judged exactly.
+r"""The levers that move success (or expected utility): every single change a designer could make, judged exactly.
 
 :func:`levers` takes a scenario, builds one variant per applicable change (a point more
 ``p``, the verifier's errors halved, one more retry, ...), evaluates each with the exact
