@@ -175,6 +175,44 @@ def test_a_plan_reason_reaches_the_cli_user_with_its_flag(tmp_path, capsys):
     assert "(plan it with --for total)" in out and "plan.total" not in out
 
 
+HARNESS = str(ROOT / "examples" / "harness" / "exercise1.csv")
+GRID = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
+
+
+@pytest.mark.parametrize(
+    "argv, opening",
+    [
+        # checks the parser leaves to the library, which names its Python argument
+        (["simulate", LESSON, "--trials", "1" + "0" * 30, "--seed", "1"], "--trials: must be"),
+        (["simulate", LESSON, "--trials", "10", "--seed", "1", "--threads", "1" + "0" * 30],
+         "--threads: must be"),
+        (["power", "--baseline", "0.5", "--delta", "0.1", "--difference-sd=inf"],
+         "--difference-sd: must be"),
+        (["power", "--baseline", "0.5", "--tasks", "1"], "--tasks: must be"),
+        (["power", "--baseline", "0.5", "--delta", "0.9"], "--delta: must be"),
+        (["analyze", HARNESS, "--k", "9"], "--k: must be"),
+        (["analyze", HARNESS, "--rate", "a/b"], "--rate a/b: must be"),
+        (["analyze", HARNESS, "--category", "nope"], "--category: must be"),
+        (["analyze", HARNESS, "--scorer", "x"], "--scorer: must be"),
+        (["analyze", HARNESS, "--report", "out.txt"], "--report: must be"),
+        (["sweep", GRID, "-o", "rows.txt"], "-o: must be"),
+        (["sweep", GRID, "--out", "rows.txt"], "--out: must be"),
+    ],
+)
+def test_an_argument_the_user_gave_as_a_flag_is_named_by_its_flag(argv, opening, capsys):
+    assert main(argv) == 2
+    (line,) = _lines(capsys.readouterr().err)
+    assert line.startswith(f"relsim: error: {opening}"), line
+
+
+def test_a_name_the_user_did_not_type_is_left_alone():
+    from relsim.cli._args import as_typed_flag
+
+    assert as_typed_flag("trials: must be at least 1", ["--seed", "1"]) == "trials: must be at least 1"
+    # a file's key is not the flag of the same name
+    assert as_typed_flag("a.toml: target: must be set", ["--target", "0.9"]) == "a.toml: target: must be set"
+
+
 #: Literals outside relsim/cli that may name flags: a CSS stylesheet's custom properties, and
 #: ChainPlan.command(), whose answer is the command line itself.
 FLAG_LITERALS_ALLOWED = {"relsim/report/_html.py", "relsim/plan/chain.py"}

@@ -255,7 +255,7 @@ def test_analyze_bad_files_exit_2_with_one_line(tmp_path, capsys, text, message)
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--k", "5"], "relsim: error: k: must be in [1, 4]"),
+        (["--k", "5"], "relsim: error: --k: must be in [1, 4]"),
         (["--k", "0"], "argument --k: must be a comma-separated list of integers >= 1"),
         (["--replicates", "0"], "argument --replicates: must be an integer >= 100, got '0'"),
         (["--replicates", "1"], "argument --replicates: must be an integer >= 100, got '1'"),
@@ -416,7 +416,7 @@ def test_power_delta_out_of_range_is_a_value_error_exit_2(capsys):
     code, out, err = run(capsys, "power", "--delta", "0.4", "--baseline", "0.8")
     assert code == 2 and out == ""
     assert err == (
-        "relsim: error: delta: must be a number keeping baseline + delta in [0, 1], "
+        "relsim: error: --delta: must be a number keeping baseline + delta in [0, 1], "
         "i.e. in [-0.8, 0.2], got 0.4\n"
     )
 
