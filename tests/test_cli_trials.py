@@ -11,6 +11,7 @@ import pytest
 
 from relsim import evalstats
 from relsim.cli import main
+from relsim.errors import RelsimError
 
 
 def write(path, text):
@@ -419,6 +420,19 @@ def test_power_delta_out_of_range_is_a_value_error_exit_2(capsys):
         "relsim: error: --delta: must be a number keeping baseline + delta in [0, 1], "
         "i.e. in [-0.8, 0.2], got 0.4\n"
     )
+
+
+@pytest.mark.parametrize("tasks", ["1" + "0" * 15 + "1", "1" + "0" * 30])
+def test_power_with_more_tasks_than_it_can_count_exits_2(capsys, tasks):
+    # past int64 the t quantile of scipy failed: an internal error (exit 1), not bad input
+    code, out, err = run(capsys, "power", "--baseline", "0.5", "--tasks", tasks)
+    assert code == 2 and out == ""
+    assert err == f"relsim: error: --tasks: must be an integer in 2..10^15 (a paired comparison needs two), got {tasks}\n"
+    with pytest.raises(RelsimError,
+                       match=r"^tasks: must be an integer in 2\.\.10\^15"):
+        evalstats.paired_power(int(tasks), 0.1, 0.5)
+    # the largest count still answers
+    assert 0 < evalstats.minimum_detectable_effect(10**15, 0.5) < 1e-6
 
 
 def test_commands_are_listed_in_help(capsys):
