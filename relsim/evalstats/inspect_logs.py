@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from relsim.errors import RelsimError, invalid, show
-from relsim.evalstats._common import TrialDataError
+from relsim.evalstats._common import TrialDataError, source_path
 from relsim.evalstats._frames import MAX_FILE_BYTES, check_file, check_trials
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,6 +80,7 @@ def read_inspect_log(
         ambiguous scorer, or a value that is not a success (see :func:`read_trials` for the
         rest); messages name the log and the sample.
     """
+    path = source_path(source, "source", "a file or folder path (str or os.PathLike)")
     try:
         from inspect_ai.log import read_eval_log
     except ImportError as error:
@@ -88,7 +89,6 @@ def read_inspect_log(
             f"'agent-relsim[inspect]'), got {type(error).__name__}: {error}"
         ) from None
 
-    path = Path(source)
     if path.is_dir():
         files = sorted(
             p for p in path.rglob("*") if p.suffix.lower() in (".eval", ".json") and p.is_file()

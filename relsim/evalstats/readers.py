@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from relsim.errors import invalid, show
-from relsim.evalstats._common import TrialDataError
+from relsim.evalstats._common import TrialDataError, source_path
 from relsim.evalstats._frames import (
     MAX_FILE_BYTES,
     MAX_STEPS,
@@ -96,7 +96,7 @@ def read_trials(
         cells = [_column_text(source.iloc[:, i]) for i in range(source.shape[1])]
         lines = np.arange(1, len(source) + 1)
         return check_trials("trials", "row", columns, cells, lines, threshold)
-    path = Path(source)
+    path = source_path(source, "source")
     columns, cells, lines = _read_file(path)
     return check_trials(str(path), "line", columns, cells, lines, threshold)
 
@@ -107,14 +107,16 @@ INSPECT_HINT = " (an Inspect log folder is written by Inspect when it runs an ev
 
 
 def load_trials(
-    source: Any, threshold: float | None, scorer: str | None = None, metric: Any = ()
+    source: Any, threshold: float | None, scorer: str | None = None, metric: Any = (),
+    name: str = "trials",
 ) -> pd.DataFrame:
     """A checked trials frame from any source: a DataFrame (as is, or read), a CSV/JSONL
-    file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory)."""
+    file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory).
+    ``name`` is the caller's argument, named when ``source`` is none of these."""
     import pandas as pd
 
     if not isinstance(source, pd.DataFrame):
-        path = Path(source)
+        path = source_path(source, name)
         if not path.exists() and path.suffix.lower() in ("", ".eval", ".json"):
             raise TrialDataError(f"{path}: file: must exist, got no such file or folder{INSPECT_HINT}")
         if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
@@ -123,13 +125,16 @@ def load_trials(
         raise invalid("scorer", "given only with an Inspect eval log", scorer)
     if metric:
         raise invalid("metric", "given only with an Inspect eval log", metric)
-    return trials_frame(source, threshold)
+    return trials_frame(path if not isinstance(source, pd.DataFrame) else source, threshold)
 
 
-def trials_frame(source: Any, threshold: float | None) -> pd.DataFrame:
-    """A checked trials frame: ``source`` as read, or already read by :func:`read_trials`."""
+def trials_frame(source: Any, threshold: float | None, name: str = "trials") -> pd.DataFrame:
+    """A checked trials frame: ``source`` as read, or already read by :func:`read_trials`
+    (``name``: the caller's argument, named when ``source`` is no path nor DataFrame)."""
     import pandas as pd
 
+    if not isinstance(source, pd.DataFrame):
+        source = source_path(source, name)
     if (
         isinstance(source, pd.DataFrame)
         and source.attrs.get("relsim_trials")

@@ -197,7 +197,7 @@ def resources(
     (4, True, 'missed')
     """
     s = as_scenario(scenario)
-    if for_ not in RESOURCES:
+    if not isinstance(for_, str) or for_ not in RESOURCES:  # a list is not hashable
         raise invalid("for_", f"one of {', '.join(RESOURCES)}", for_)
     time = time_model(s)
     if not time.targets:
