@@ -206,8 +206,9 @@ def simulate_timeline(
         threads = check_int(threads, "threads", low=1)
     root, seed_value = check_seed(seed)
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
-    _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
-                record)
+    runs = replications or MIN_REPLICATIONS
+    _check_work(scenario, count * runs if time.workload else count, record,
+                (time.tasks, runs) if time.workload else None)
     trial = trial_model(scenario)
     model = build_model(trial, time)
     events: list[tuple] = []
@@ -303,8 +304,11 @@ def _event_frame(events: list[tuple]) -> Any:
     return frame
 
 
-def _check_work(scenario: Scenario, trials: int, record: int) -> None:
-    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``."""
+def _check_work(scenario: Scenario, trials: int, record: int,
+                workload: tuple[int, int] | None = None) -> None:
+    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``. A
+    workload (``(tasks, replications)``) is told in the counts its caller sets: the
+    replications that fit, or when not even these fit, the ``fleet.tasks`` that do."""
     estimate = work_estimate(scenario, trials, record)
     limit = memory_limit()
     if record and estimate.memory > limit:
@@ -313,7 +317,17 @@ def _check_work(scenario: Scenario, trials: int, record: int) -> None:
         estimate.check("record", f"record at most about {int(record * share * 0.9):,} trials")
     share = min(1.0, time_limit() / estimate.seconds if estimate.seconds > 0 else 1.0,
                 limit / estimate.memory)
-    estimate.check("trials", f"run at most about {max(1, int(trials * share * 0.9)):,} trials")
+    fitting = max(1, int(trials * share * 0.9))
+    if workload is None:
+        estimate.check("trials", f"run at most about {fitting:,} trials")
+        return
+    tasks, runs = workload
+    if fitting // tasks >= min(runs, MIN_REPLICATIONS):
+        estimate.check("replications", f"run at most about {fitting // tasks:,} replications "
+                       f"of fleet.tasks = {tasks:,}")
+    else:
+        estimate.check("fleet.tasks", f"{runs} replications of at most about "
+                       f"{max(1, fitting // runs):,} tasks fit")
 
 
 # ------------------------------------------------------------------------------ the run
