@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -454,3 +455,17 @@ def test_the_cli_module_imports_nothing_heavy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_analyze_says_when_target_has_no_plan_to_set(capsys):
+    # --target sets the plan drawn from a steps column or --labels: without either it was
+    # silently ignored
+    root = Path(__file__).resolve().parents[1] / "examples" / "harness"
+    code, out, err = run(capsys, "analyze", str(root / "exercise1.csv"), "--target", "0.5")
+    assert code == 0 and out
+    assert err == ("relsim: warning: --target sets the plan drawn from a steps column or from "
+                   "--labels; these trials have neither, so no plan uses it\n")
+    code, out, err = run(capsys, "analyze", str(root / "exercise3_v1.csv"), "--target", "0.5")
+    assert code == 0 and "--target" not in err and "0.5" in out  # a steps column: the plan's
+    code, _, err = run(capsys, "analyze", str(root / "exercise1.csv"))
+    assert code == 0 and err == ""
