@@ -382,6 +382,18 @@ def _build(cls: type, value: Any, path: str) -> Any:
     return cls(**kwargs)
 
 
+def _entry(cls: type, value: Any, name: str, index: int) -> Any:
+    """Entry ``index`` of the array of tables ``name``; its errors say which entry
+    (``classes[1].weight``: in a mixture of five, ``classes.weight`` does not)."""
+    try:
+        return _build(cls, value, name)
+    except ScenarioError as error:
+        text = str(error)
+        if text.startswith((f"{name}.", f"{name}:")):
+            text = f"{name}[{index}]{text[len(name):]}"
+        raise ScenarioError(text) from None
+
+
 def _and(names: Any) -> str:
     """``a, b and c``."""
     names = list(names)
@@ -406,7 +418,7 @@ def _from_mapping(data: Any) -> Scenario:
             entries = data[name]
             if not isinstance(entries, (list, tuple)) or not entries:
                 raise ScenarioError(f"{name}: must be a non-empty array of tables ([[{name}]]), got {show(entries)}")
-            kwargs[name] = tuple(_build(cls, entry, name) for entry in entries)
+            kwargs[name] = tuple(_entry(cls, entry, name, i) for i, entry in enumerate(entries))
     if "failure_modes" in data and isinstance(data.get("verifier"), Mapping) and "miss" in data["verifier"]:
         raise ScenarioError(
             "verifier.miss: must be left out with [[failure_modes]]: each mode has its own miss"
@@ -505,18 +517,19 @@ def _check_design_links(s: Scenario, n: int) -> None:
     e = s.escalation
     if len(s.classes) > MAX_CLASSES:
         raise ScenarioError(f"classes: must have at most {MAX_CLASSES} classes, got {len(s.classes)}")
-    for c in s.classes:
-        length(c.p, "classes.p")
+    for i, c in enumerate(s.classes):
+        length(c.p, f"classes[{i}].p")
         if c.escalation_p is not None:
             if e is None:
-                raise ScenarioError("classes.escalation_p: is the p of a ladder's rungs, but there is no [escalation]")
+                raise ScenarioError(f"classes[{i}].escalation_p: is the p of a ladder's rungs, but there "
+                                    "is no [escalation]")
             if len(c.escalation_p) != e.rungs:
                 raise ScenarioError(
-                    f"classes.escalation_p: must have one entry per rung ({e.rungs}, as escalation.after), "
-                    f"got {len(c.escalation_p)}"
+                    f"classes[{i}].escalation_p: must have one entry per rung ({e.rungs}, as "
+                    f"escalation.after), got {len(c.escalation_p)}"
                 )
             for k, value in enumerate(c.escalation_p):
-                length(value, f"classes.escalation_p[{k}]")
+                length(value, f"classes[{i}].escalation_p[{k}]")
     if e is not None:
         if s.retries is None:
             raise ScenarioError("escalation: a ladder serves retries, but there is no [retries]")
