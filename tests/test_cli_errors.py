@@ -213,6 +213,45 @@ def test_a_name_the_user_did_not_type_is_left_alone():
     assert as_typed_flag("a.toml: target: must be set", ["--target", "0.9"]) == "a.toml: target: must be set"
 
 
+AUDIT = str(ROOT / "examples" / "evals_to_plan" / "audit.json")
+FIT = str(ROOT / "examples" / "evals_to_plan" / "fit.json")
+STROEBL = str(ROOT / "scenarios" / "stroebl.toml")
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        # a grid where a scenario goes: "base: unknown key; it belongs at 'timing.backoff.base'"
+        (["evaluate", GRID], f"{GRID}: axes: unknown key; this is a sweep grid (base and [axes]), "
+                             "not a scenario: run it with 'relsim sweep'"),
+        (["levers", GRID], f"{GRID}: axes: unknown key; this is a sweep grid (base and [axes]), "
+                           "not a scenario: run it with 'relsim sweep'"),
+        # a scenario where a grid goes: "name: unknown key; allowed keys: base, method, ..."
+        (["sweep", LESSON, "-o", "rows.csv"],
+         f"{LESSON}: axes: required key is missing: this is a scenario, not a sweep grid; a grid "
+         'names one (base = "scenario.toml", or a [base] table) and gives the values to sweep in '
+         "[axes]"),
+        # a fit where an audit goes, and back: "miss: must be an object with estimate, ci and
+        # effective, got no such key"
+        (["solve", LESSON, "--for", "retries", "--verifier-from", FIT],
+         f"{FIT}: audit: must be a grader audit (the JSON of 'relsim audit --json') with keys miss "
+         "and false_reject, got keys tasks, trials_per_task, always, never, beta, identified, "
+         "loglik, check"),
+        (["solve", STROEBL, "--for", "retries", "--difficulty-from", AUDIT],
+         f"{AUDIT}: fit: must be a task-difficulty fit (the JSON of 'relsim fit --json') with keys "
+         "always, never and beta, got keys labels, tasks, clustered, interval, miss, false_reject, "
+         "better_than_chance, judged"),
+        (["solve", STROEBL, "--for", "retries", "--difficulty-from", str(ROOT / "examples")],
+         f"{ROOT / 'examples'}: cannot read: not a regular file (a fit JSON file)"),  # was "an fit"
+    ],
+)
+def test_a_file_of_the_wrong_kind_is_named_for_what_it_is(argv, line, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the sweep writes nothing: refused before
+    assert main(argv) == 2
+    assert _lines(capsys.readouterr().err) == [f"relsim: error: {line}"]
+    assert not (tmp_path / "rows.csv").exists()
+
+
 #: Literals outside relsim/cli that may name flags: a CSS stylesheet's custom properties, and
 #: ChainPlan.command(), whose answer is the command line itself.
 FLAG_LITERALS_ALLOWED = {"relsim/report/_html.py", "relsim/plan/chain.py"}

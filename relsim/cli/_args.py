@@ -44,8 +44,12 @@ _SPOKEN = (
         ),
         r"--for \1",
     ),
-    (re.compile(r"(?<![\w.])relsim\.(evaluate|simulate)\b(?!_)"), r"'relsim \1'"),
+    (re.compile(r"(?<![\w.])relsim\.(evaluate|simulate|sweep)\b(?!_)"), r"'relsim \1'"),
     (re.compile(r"(?<![\w.])relsim\.simulate_timeline\b"), "'relsim timeline'"),
+    (re.compile(r"\bthe to_dict\(\) of relsim\.evalstats\.audit, or its JSON\b"),
+     "the JSON of 'relsim audit --json'"),
+    (re.compile(r"\bthe to_dict\(\) of relsim\.evalstats\.fit_difficulty, or its JSON\b"),
+     "the JSON of 'relsim fit --json'"),
 )
 
 

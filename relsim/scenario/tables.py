@@ -403,6 +403,9 @@ def _and(names: Any) -> str:
 def _from_mapping(data: Any) -> Scenario:
     if not isinstance(data, Mapping):
         raise ScenarioError(f"a scenario must be a table of keys, got {show(data)}")
+    if "axes" in data:  # a grid's key: say what the file is, not where "base" belongs
+        raise ScenarioError("axes: unknown key; this is a sweep grid (base and [axes]), not a "
+                            "scenario: run it with relsim.sweep")
     checks.check_keys(data, _TOP_KEYS, "", key_homes(), ScenarioError)
     if "steps" not in data:
         raise ScenarioError("steps: required key is missing")
