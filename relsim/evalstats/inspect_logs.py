@@ -40,6 +40,30 @@ _GRADES = {"C": 1.0, "I": 0.0, "N": 0.0, "P": 0.5}
 _USAGE = ("input_tokens", "output_tokens", "total_tokens")
 
 
+def _not_a_log(file: Path, error: Exception) -> str:
+    """What a file Inspect could not read is: for JSON that is not a log (an audit, a list),
+    its shape, rather than pydantic's validation report; for an .eval log that is no zip,
+    that; else Inspect's error, cut short."""
+    if file.suffix.lower() == ".json":
+        import json
+
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as reading:
+            return f"a file that is not JSON ({' '.join(str(reading).split())[:120]})"
+        if not isinstance(data, dict):
+            return f"a JSON {type(data).__name__}, not an object"
+        if "eval" not in data:
+            keys = ", ".join(map(str, list(data)[:8])) or "none"
+            return f"a JSON object without Inspect's 'eval' key (keys {keys})"
+    elif file.suffix.lower() == ".eval":
+        import zipfile
+
+        if not zipfile.is_zipfile(file):
+            return "a file that is not a zip archive (an .eval log is one)"
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:160]}"
+
+
 def read_inspect_log(
     source: str | Path,
     *,
@@ -108,8 +132,7 @@ def read_inspect_log(
             log = read_eval_log(str(file))
         except Exception as error:  # Inspect raises many types for a file that is not a log
             raise TrialDataError(
-                f"{file}: log: must be an Inspect eval log, got {type(error).__name__}: "
-                f"{' '.join(str(error).split())[:160]}"
+                f"{file}: log: must be an Inspect eval log, got {_not_a_log(file, error)}"
             ) from None
         logs.append((file, log))
     several = len({log.eval.task for _, log in logs}) > 1
