@@ -39,6 +39,12 @@ def test_lesson_plan_with_p(capsys):
     assert result["feasible"] is True and result["reason"] is None
 
 
+def test_one_step_is_one_step_not_one_steps(capsys):
+    code, out, _ = run(["solve", "--steps", "1", "--target", "0.9", "--p", "0.9"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == "1 step, target 0.9: each step must succeed with probability >= 0.900000"
+
+
 def test_lesson_plan_readable(capsys):
     code, out, _ = run(["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"], capsys)
     assert code == 0

@@ -40,6 +40,7 @@ from relsim.cli._args import (
     probability,
     ranged,
     step_count,
+    steps_text,
     target,
 )
 from relsim.cli._evidence import add_difficulty_argument, add_verifier_arguments
@@ -310,7 +311,7 @@ def _number(value: float | None, digits: int = 6) -> str:
 
 def _print_header(result: dict) -> None:
     print(
-        f"{result['steps']} steps, target {result['target']:g}: each step must succeed with "
+        f"{steps_text(result['steps'])}, target {result['target']:g}: each step must succeed with "
         f"probability >= {result['required_step_success']:.6f}"
     )
     print(f"verifier: miss {result['miss']:g}, false_reject {result['false_reject']:g}")
