@@ -252,6 +252,39 @@ def test_a_file_of_the_wrong_kind_is_named_for_what_it_is(argv, line, capsys, tm
     assert not (tmp_path / "rows.csv").exists()
 
 
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        # Path("") is the current folder: it was read as a folder of Inspect logs (every .json
+        # under it, recursively), or written to as "."; an empty -o/--report did nothing
+        (["analyze", ""], "trials: must be a file or folder name, not empty, got ''"),
+        (["compare", "", HARNESS], "baseline: must be a file or folder name, not empty, got ''"),
+        (["audit", ""], "labels: must be a file or folder name, not empty, got ''"),
+        (["fit", ""], "trials: must be a file or folder name, not empty, got ''"),
+        (["analyze", HARNESS, "--labels", ""],
+         "--labels: must be a file or folder name, not empty, got ''"),
+        (["evaluate", ""], "file: must be the name of a scenario file, got ''"),
+        (["sweep", "", "-o", "rows.csv"], "path: must be a grid file name, got ''"),
+        (["solve", LESSON, "--for", "retries", "--verifier-from", ""],
+         "audit: must be the name of an audit JSON file, a mapping or an object with to_dict(), "
+         "got ''"),
+        (["fit", HARNESS, "-o", ""], "-o: must be the name of a file to write, got ''"),
+        (["analyze", HARNESS, "--report", ""], "--report: must be the name of a file to write, got ''"),
+        (["report", LESSON, "-o", "", "--trials", "0"], "-o: must be the name of a file to write, got ''"),
+        # checked before the work, not after the page was made
+        (["report", LESSON, "-o", "missing/r.html", "--trials", "0"],
+         "-o: must be a file that can be written, got 'missing/r.html' (the folder 'missing' does "
+         "not exist)"),
+    ],
+)
+def test_an_empty_path_is_refused_naming_its_argument(argv, line, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stray.json").write_text("{}")  # what reading "." as a log folder would find
+    assert main(argv) == 2
+    assert _lines(capsys.readouterr().err) == [f"relsim: error: {line}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stray.json"]  # nothing written
+
+
 #: Literals outside relsim/cli that may name flags: a CSS stylesheet's custom properties, and
 #: ChainPlan.command(), whose answer is the command line itself.
 FLAG_LITERALS_ALLOWED = {"relsim/report/_html.py", "relsim/plan/chain.py"}

@@ -87,14 +87,14 @@ def run(args: argparse.Namespace) -> int:
     from relsim.evalstats.difficulty import fit_difficulty, verifier_from_audit
 
     _check_logs(args.trials)
-    if not args.output:  # they set the scenario -o writes: without it they would do nothing
+    if args.output is None:  # they set the scenario -o writes: without it they would do nothing
         for flag, value in (("--retries", args.retries), ("--target", args.target),
                             ("--verifier-from", args.verifier_from)):
             if value is not None:
                 raise RelsimError(f"{flag}: sets the scenario that -o FILE writes: give -o too")
     args.retries = 0 if args.retries is None else args.retries
     args.target = 0.95 if args.target is None else args.target
-    if args.output:  # before the fit, not after it
+    if args.output is not None:  # before the fit, not after it ('' is refused)
         from relsim import checks
 
         checks.output_file(args.output, "-o")

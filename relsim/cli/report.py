@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
         raise RelsimError("--seed: seeds the Monte Carlo check and the timeline's runs, which "
                           "--trials 0 leaves out: leave it out too")
     seed = 0 if args.seed is None else args.seed
+    from relsim import checks
+
+    checks.output_file(args.output, "-o")  # before the work, not after it
     scenario, applied = apply_evidence(args, Scenario.from_toml(args.scenario))
     trials = DEFAULT_TRIALS if args.trials is None else args.trials
     audit = applied.get("verifier_from")

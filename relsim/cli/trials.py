@@ -431,7 +431,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     _check_logs(args.trials)
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
-    if args.report:  # before the analysis, not after it
+    if args.report is not None:  # before the analysis, not after it ('' is refused)
         from relsim import checks
 
         checks.output_file(args.report, "--report")
@@ -638,7 +638,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     _check_logs(args.baseline, args.candidate)
 
-    if args.report:  # before the comparison, not after it
+    if args.report is not None:  # before the comparison, not after it ('' is refused)
         from relsim import checks
 
         checks.output_file(args.report, "--report")

@@ -49,6 +49,8 @@ def source_path(source: Any, name: str, allowed: str = SOURCE) -> Path:
     """``source`` as a :class:`~pathlib.Path`, or the error naming the argument ``name``
     (``Path(None)`` would be a ``TypeError`` from deep in the reader)."""
     if isinstance(source, (str, os.PathLike)) and not isinstance(source, bytes):
+        if not os.fspath(source):  # Path("") is the current folder, read as a folder of logs
+            raise invalid(name, "a file or folder name, not empty", source)
         return Path(source)
     raise invalid(name, allowed, source)
 

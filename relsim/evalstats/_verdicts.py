@@ -62,8 +62,9 @@ def is_inspect_log(source: Any) -> bool:
     """A path that names an Inspect log: a folder, or a ``.eval`` / ``.json`` file."""
     import pandas as pd
 
-    if isinstance(source, pd.DataFrame) or not isinstance(source, (str, os.PathLike)):
-        return False  # not a path: read_verdicts says what it must be
+    if (isinstance(source, pd.DataFrame) or not isinstance(source, (str, os.PathLike))
+            or not os.fspath(source)):
+        return False  # not a path (Path("") is the current folder): read_verdicts says so
     path = Path(source)
     return path.is_dir() or path.suffix.lower() in (".eval", ".json")
 

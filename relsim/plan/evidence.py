@@ -432,6 +432,9 @@ def _kind(data: Mapping[str, Any], what: str, kind: str, keys: tuple[str, ...], 
 def _mapping(value: Any, what: str) -> tuple[Mapping[str, Any], str]:
     """The mapping behind ``value`` and the file it came from ('' when none)."""
     if isinstance(value, (str, os.PathLike)):
+        if not os.fspath(value):  # Path("") is the current folder
+            raise invalid(what, f"the name of {_article(what)} JSON file, a mapping or an object "
+                          "with to_dict()", value)
         return _read_json(Path(value), what), str(value)
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict) and not isinstance(value, Mapping):

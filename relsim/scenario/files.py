@@ -41,6 +41,8 @@ def read_toml(
     """
     import tomllib
 
+    if isinstance(path, (str, os.PathLike)) and not os.fspath(path):  # Path("") is "."
+        raise error(f"file: must be the name of a {what}, got ''")
     path = Path(path)
     limit = f"must be a {what} of at most {MAX_FILE_BYTES // 2**20} MiB"
     try:

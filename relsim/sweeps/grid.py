@@ -209,7 +209,7 @@ class Grid:
     @classmethod
     def from_toml(cls, path: str | Path) -> "Grid":
         """Read a grid file; ``base = "file.toml"`` is read relative to the grid file."""
-        if not isinstance(path, (str, os.PathLike)):
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):  # Path("") is "."
             raise invalid("path", "a grid file name", path)
         path = Path(path)
         data = read_toml(path, "grid file")
