@@ -713,6 +713,10 @@ LABELS = str(ROOT / "examples" / "evals_to_plan" / "labels.csv")
         (lambda: relsim.plan.curve(SCENARIO, "retries.per_step", 3), "values"),
         (lambda: relsim.plan.curve(SCENARIO, "retries.per_step", also=3), "also"),
         (lambda: relsim.plan.resources(Scenario.from_toml(FLEET), ["agents"]), "for_"),
+        # a TypeError from Path(), an AttributeError from the compiler
+        (lambda: Scenario.from_toml(None), "file"),
+        (lambda: Scenario.from_toml(5), "file"),
+        (lambda: Scenario(steps=5, p=0.9, cost=None), "cost"),
     ],
 )
 def test_the_api_names_the_argument_of_bad_input(call, named):

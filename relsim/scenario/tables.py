@@ -451,6 +451,8 @@ def _validate(s: Scenario) -> None:
         value = getattr(s, name)
         if value is not None and not isinstance(value, cls):
             raise ScenarioError(f"{name}: must be a {cls.__name__}, got {show(value)}")
+    if s.cost is None:  # the one table that is always there (Cost(): 1 an attempt, else 0)
+        raise ScenarioError("cost: must be a Cost (leave it out for Cost(), 1 an attempt), got None")
     for name, cls in ARRAY_TABLES.items():
         entries = getattr(s, name)
         if isinstance(entries, list):
