@@ -176,7 +176,7 @@ def test_cli_writes_the_page_and_exits_with_the_verdict(tmp_path, capsys):
         (["report", "no/such.toml", "-o", "x.html"], "no/such.toml: cannot read"),
         (["report", LESSON], "the following arguments are required: -o/--output"),
         (["report", LESSON, "-o", "x.html", "--trials", "-3"], "--trials: must be an integer >= 0"),
-        (["report", LESSON, "-o", "/no/such/dir/x.html", "--trials", "0"], "No such file or directory"),
+        (["report", LESSON, "-o", "/no/such/dir/x.html", "--trials", "0"], "-o: must be a file that can be written, got '/no/such/dir/x.html' (the folder '/no/such/dir' does not exist)"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
