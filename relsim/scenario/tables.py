@@ -608,6 +608,13 @@ def _check_time_links(s: Scenario) -> None:
             _check_backoff(t.backoff, s.retries)
     if r is not None and r.verifier_calls_llm and s.verifier is None:
         raise ScenarioError("resources.verifier_calls_llm: true, but there is no [verifier]")
+    # a resource nothing uses would be silently ignored (as timing.checkpoint with a human gate)
+    if r is not None and r.reviewers is not None and not human:
+        raise ScenarioError("resources.reviewers: is the pool of a human gate, but no check is one "
+                            "(set checkpoints.human = true, or leave it out)")
+    if r is not None and r.tokens is not None and r.tpm is None:
+        raise ScenarioError("resources.tokens: is what an LLM call takes from the tpm bucket, but "
+                            "resources.tpm is not set (set it, or leave tokens out)")
     if human:
         if r is None or r.reviewers is None:
             raise ScenarioError("checkpoints.human: true needs resources.reviewers (the reviewer pool)")
