@@ -436,8 +436,10 @@ def _from_mapping(data: Any) -> Scenario:
 # --------------------------------------------------------------------------------- links
 def _validate(s: Scenario) -> None:
     """Check the scenario's own keys, the types of its tables, and what links them."""
-    if not isinstance(s.name, str):
-        raise ScenarioError(f"name: must be text, got {show(s.name)}")
+    if not isinstance(s.name, str) or not s.name.isprintable():
+        # the name titles every output: a line break or an escape code would be printed raw
+        raise ScenarioError(f"name: must be text of printable characters (no line break or "
+                            f"control character), got {show(s.name)}")
     n = checks.integer(s.steps, "steps", 1, MAX_STEPS, error=_E)
     _set(s, "steps", n)
     if s.p is None:
