@@ -288,7 +288,13 @@ def validate(plan: "ChainPlan", trials: int, seed: int | None) -> dict:
     import relsim
 
     assert plan.success is not None  # only a feasible plan is validated
-    outcome = relsim.simulate(plan.to_scenario(), trials=trials, seed=seed)
+    try:
+        outcome = relsim.simulate(plan.to_scenario(), trials=trials, seed=seed)
+    except RelsimError as error:  # the simulation's trials are --validate's N
+        text = str(error)
+        if text.startswith("trials:"):
+            raise RelsimError("--validate" + text[len("trials"):]) from None
+        raise
     se = float(outcome.standard_errors["success"])
     difference = float(outcome.success) - plan.success
     if se > 0:
