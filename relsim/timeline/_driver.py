@@ -206,9 +206,9 @@ def simulate_timeline(
         threads = check_int(threads, "threads", low=1)
     root, seed_value = check_seed(seed)
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
-    runs = replications or MIN_REPLICATIONS
-    _check_work(scenario, count * runs if time.workload else count, record,
-                (time.tasks, runs) if time.workload else None)
+    least = replications or MIN_REPLICATIONS  # the replications a workload runs at least
+    _check_work(scenario, count * least if time.workload else count, record,
+                (time.tasks, least) if time.workload else None)
     trial = trial_model(scenario)
     model = build_model(trial, time)
     events: list[tuple] = []
