@@ -306,9 +306,8 @@ def _event_frame(events: list[tuple]) -> Any:
 
 def _check_work(scenario: Scenario, trials: int, record: int,
                 workload: tuple[int, int] | None = None) -> None:
-    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``. A
-    workload (``(tasks, replications)``) is told in the counts its caller sets: the
-    replications that fit, or when not even these fit, the ``fleet.tasks`` that do."""
+    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``; a workload
+    (``(tasks, replications)``) is told the replications that fit, or else the tasks that do."""
     estimate = work_estimate(scenario, trials, record)
     limit = memory_limit()
     if record and estimate.memory > limit:
@@ -318,11 +317,10 @@ def _check_work(scenario: Scenario, trials: int, record: int,
     share = min(1.0, time_limit() / estimate.seconds if estimate.seconds > 0 else 1.0,
                 limit / estimate.memory)
     fitting = max(1, int(trials * share * 0.9))
+    tasks, runs = workload or (1, 0)
     if workload is None:
         estimate.check("trials", f"run at most about {fitting:,} trials")
-        return
-    tasks, runs = workload
-    if fitting // tasks >= min(runs, MIN_REPLICATIONS):
+    elif fitting // tasks >= min(runs, MIN_REPLICATIONS):
         estimate.check("replications", f"run at most about {fitting // tasks:,} replications "
                        f"of fleet.tasks = {tasks:,}")
     else:
