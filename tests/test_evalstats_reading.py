@@ -124,6 +124,12 @@ BAD_FILES = [
         r"\(first seen at line 2\)$",
     ),
     (
+        # json keeps the last of a repeated key: the record's first task was silently dropped
+        "twice.jsonl",
+        '{"task":"a","trial":1,"success":1}\n{"task":"a","trial":2,"success":0,"task":"b"}\n',
+        r" line 2: task: must be given once in a record, got it twice$",
+    ),
+    (
         "badjson.jsonl",
         '{"task":"a","trial":1,"success":1}\n{"task": "a",\n',
         r" line 2: record: must be a JSON object, got text that is not valid JSON \(",
