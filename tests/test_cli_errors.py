@@ -209,8 +209,10 @@ def test_a_name_the_user_did_not_type_is_left_alone():
     from relsim.cli._args import as_typed_flag
 
     assert as_typed_flag("trials: must be at least 1", ["--seed", "1"]) == "trials: must be at least 1"
-    # a file's key is not the flag of the same name
+    # a file's key is not the flag of the same name, nor a file named like a flag
     assert as_typed_flag("a.toml: target: must be set", ["--target", "0.9"]) == "a.toml: target: must be set"
+    for message in ("seed: cannot read: No such file or directory", "seed: steps: must be 1"):
+        assert as_typed_flag(message, ["seed", "--seed", "1"]) == message
 
 
 AUDIT = str(ROOT / "examples" / "evals_to_plan" / "audit.json")

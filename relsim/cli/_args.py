@@ -62,8 +62,9 @@ def as_flags(message: str) -> str:
     return message
 
 
-#: A message that opens with a Python argument's name: ``trials: must be ...``, ``rate a/b: ...``.
-_LEADING_NAME = re.compile(r"[a-z][a-z0-9_]*(?=[: ])")
+#: A message that opens with a Python argument's name: ``trials: must be ...``, ``rate a/b: must
+#: be ...`` (not a file's name: ``seed: cannot read``, ``seed: steps: must be ...``).
+_LEADING_NAME = re.compile(r"[a-z][a-z0-9_]*(?=(?: [^:]*)?: must be )")
 #: Short spellings of flags whose Python argument has the long one's name.
 _SHORT_FLAGS = {"out": "-o", "output": "-o"}
 
