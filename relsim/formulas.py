@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
@@ -609,6 +610,12 @@ def meets_target(log_success: float, target: float) -> bool:
     >>> meets_target(math.log1p(-2**-52), 1 - 2**-53)
     False
     """
+    # scalars only (the planners' one rule): an array or text was a TypeError from the
+    # comparison, a target out of range a math domain error or a silent False
+    target = checks.in_range(target, "target", 0.0, 1.0, low_open=True)
+    if (isinstance(log_success, bool) or not isinstance(log_success, numbers.Real)
+            or math.isnan(log_success)):
+        raise invalid("log_success", "a number (the log of a success; -inf for 0)", log_success)
     return log_success >= _log_target(target)
 
 

@@ -376,7 +376,7 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
     path.write_text("verdict,label\n1,0\n1,1\n", encoding="utf-8")
     assert main(["audit", str(path), "--truth", "human"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line == ("relsim: error: truth: must be given only with labels in an Inspect eval "
+    assert line == ("relsim: error: --truth: must be given only with labels in an Inspect eval "
                     "log, got 'human'")
     for argv in (["--replicates", "5"], ["--jso"], ["--interval", "jeffreys"]):
         with pytest.raises(SystemExit) as stop:  # argparse's usage errors, no abbreviations

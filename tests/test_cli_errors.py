@@ -175,6 +175,118 @@ def test_a_plan_reason_reaches_the_cli_user_with_its_flag(tmp_path, capsys):
     assert "(plan it with --for total)" in out and "plan.total" not in out
 
 
+HARNESS = str(ROOT / "examples" / "harness" / "exercise1.csv")
+GRID = str(ROOT / "scenarios" / "grids" / "verifier_and_retries.toml")
+
+
+@pytest.mark.parametrize(
+    "argv, opening",
+    [
+        # checks the parser leaves to the library, which names its Python argument
+        (["simulate", LESSON, "--trials", "1" + "0" * 30, "--seed", "1"], "--trials: must be"),
+        (["simulate", LESSON, "--trials", "10", "--seed", "1", "--threads", "1" + "0" * 30],
+         "--threads: must be"),
+        (["power", "--baseline", "0.5", "--delta", "0.1", "--difference-sd=inf"],
+         "--difference-sd: must be"),
+        (["power", "--baseline", "0.5", "--tasks", "1"], "--tasks: must be"),
+        (["power", "--baseline", "0.5", "--delta", "0.9"], "--delta: must be"),
+        (["analyze", HARNESS, "--k", "9"], "--k: must be"),
+        (["analyze", HARNESS, "--rate", "a/b"], "--rate a/b: must be"),
+        (["analyze", HARNESS, "--category", "nope"], "--category: must be"),
+        (["analyze", HARNESS, "--scorer", "x"], "--scorer: must be"),
+        (["analyze", HARNESS, "--report", "out.txt"], "--report: must be"),
+        (["sweep", GRID, "-o", "rows.txt"], "-o: must be"),
+        (["sweep", GRID, "--out", "rows.txt"], "--out: must be"),
+    ],
+)
+def test_an_argument_the_user_gave_as_a_flag_is_named_by_its_flag(argv, opening, capsys):
+    assert main(argv) == 2
+    (line,) = _lines(capsys.readouterr().err)
+    assert line.startswith(f"relsim: error: {opening}"), line
+
+
+def test_a_name_the_user_did_not_type_is_left_alone():
+    from relsim.cli._args import as_typed_flag
+
+    assert as_typed_flag("trials: must be at least 1", ["--seed", "1"]) == "trials: must be at least 1"
+    # a file's key is not the flag of the same name, nor a file named like a flag
+    assert as_typed_flag("a.toml: target: must be set", ["--target", "0.9"]) == "a.toml: target: must be set"
+    for message in ("seed: cannot read: No such file or directory", "seed: steps: must be 1"):
+        assert as_typed_flag(message, ["seed", "--seed", "1"]) == message
+
+
+AUDIT = str(ROOT / "examples" / "evals_to_plan" / "audit.json")
+FIT = str(ROOT / "examples" / "evals_to_plan" / "fit.json")
+STROEBL = str(ROOT / "scenarios" / "stroebl.toml")
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        # a grid where a scenario goes: "base: unknown key; it belongs at 'timing.backoff.base'"
+        (["evaluate", GRID], f"{GRID}: axes: unknown key; this is a sweep grid (base and [axes]), "
+                             "not a scenario: run it with 'relsim sweep'"),
+        (["levers", GRID], f"{GRID}: axes: unknown key; this is a sweep grid (base and [axes]), "
+                           "not a scenario: run it with 'relsim sweep'"),
+        # a scenario where a grid goes: "name: unknown key; allowed keys: base, method, ..."
+        (["sweep", LESSON, "-o", "rows.csv"],
+         f"{LESSON}: axes: required key is missing: this is a scenario, not a sweep grid; a grid "
+         'names one (base = "scenario.toml", or a [base] table) and gives the values to sweep in '
+         "[axes]"),
+        # a fit where an audit goes, and back: "miss: must be an object with estimate, ci and
+        # effective, got no such key"
+        (["solve", LESSON, "--for", "retries", "--verifier-from", FIT],
+         f"{FIT}: audit: must be a grader audit (the JSON of 'relsim audit --json') with keys miss "
+         "and false_reject, got keys tasks, trials_per_task, always, never, beta, identified, "
+         "loglik, check"),
+        (["solve", STROEBL, "--for", "retries", "--difficulty-from", AUDIT],
+         f"{AUDIT}: fit: must be a task-difficulty fit (the JSON of 'relsim fit --json') with keys "
+         "always, never and beta, got keys labels, tasks, clustered, interval, miss, false_reject, "
+         "better_than_chance, judged"),
+        (["solve", STROEBL, "--for", "retries", "--difficulty-from", str(ROOT / "examples")],
+         f"{ROOT / 'examples'}: cannot read: not a regular file (a fit JSON file)"),  # was "an fit"
+    ],
+)
+def test_a_file_of_the_wrong_kind_is_named_for_what_it_is(argv, line, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the sweep writes nothing: refused before
+    assert main(argv) == 2
+    assert _lines(capsys.readouterr().err) == [f"relsim: error: {line}"]
+    assert not (tmp_path / "rows.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        # Path("") is the current folder: it was read as a folder of Inspect logs (every .json
+        # under it, recursively), or written to as "."; an empty -o/--report did nothing
+        (["analyze", ""], "trials: must be a file or folder name, not empty, got ''"),
+        (["compare", "", HARNESS], "baseline: must be a file or folder name, not empty, got ''"),
+        (["audit", ""], "labels: must be a file or folder name, not empty, got ''"),
+        (["fit", ""], "trials: must be a file or folder name, not empty, got ''"),
+        (["analyze", HARNESS, "--labels", ""],
+         "--labels: must be a file or folder name, not empty, got ''"),
+        (["evaluate", ""], "file: must be the name of a scenario file, got ''"),
+        (["sweep", "", "-o", "rows.csv"], "path: must be a grid file name, got ''"),
+        (["solve", LESSON, "--for", "retries", "--verifier-from", ""],
+         "audit: must be the name of an audit JSON file, a mapping or an object with to_dict(), "
+         "got ''"),
+        (["fit", HARNESS, "-o", ""], "-o: must be the name of a file to write, got ''"),
+        (["analyze", HARNESS, "--report", ""], "--report: must be the name of a file to write, got ''"),
+        (["report", LESSON, "-o", "", "--trials", "0"], "-o: must be the name of a file to write, got ''"),
+        # checked before the work, not after the page was made
+        (["report", LESSON, "-o", "missing/r.html", "--trials", "0"],
+         "-o: must be a file that can be written, got 'missing/r.html' (the folder 'missing' does "
+         "not exist)"),
+    ],
+)
+def test_an_empty_path_is_refused_naming_its_argument(argv, line, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stray.json").write_text("{}")  # what reading "." as a log folder would find
+    assert main(argv) == 2
+    assert _lines(capsys.readouterr().err) == [f"relsim: error: {line}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stray.json"]  # nothing written
+
+
 #: Literals outside relsim/cli that may name flags: a CSS stylesheet's custom properties, and
 #: ChainPlan.command(), whose answer is the command line itself.
 FLAG_LITERALS_ALLOWED = {"relsim/report/_html.py", "relsim/plan/chain.py"}

@@ -255,7 +255,7 @@ def test_recording_1e8_trials_is_refused_in_one_line_naming_the_memory(capsys, r
     code, out, err = run(capsys, "simulate", r2, "--trials", "100000000", "--seed", "1",
                          "--record", "100000000")
     assert code == 2 and out == ""
-    assert err.startswith("relsim: error: record: must be within about") and err.count("\n") == 1
+    assert err.startswith("relsim: error: --record: must be within about") and err.count("\n") == 1
     assert "GiB" in err and "record at most about" in err
 
 
@@ -263,7 +263,7 @@ def test_a_run_over_the_time_limit_is_refused_with_the_trials_that_fit(capsys, r
     monkeypatch.delenv("RELSIM_TIME_LIMIT", raising=False)
     code, out, err = run(capsys, "simulate", r2, "--trials", "10" + "0" * 12, "--seed", "1")
     assert code == 2 and out == ""
-    assert err.startswith("relsim: error: trials: must be within about 60 s")
+    assert err.startswith("relsim: error: --trials: must be within about 60 s")
     assert "run at most about" in err and err.count("\n") == 1
 
 

@@ -39,6 +39,12 @@ def test_lesson_plan_with_p(capsys):
     assert result["feasible"] is True and result["reason"] is None
 
 
+def test_one_step_is_one_step_not_one_steps(capsys):
+    code, out, _ = run(["solve", "--steps", "1", "--target", "0.9", "--p", "0.9"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == "1 step, target 0.9: each step must succeed with probability >= 0.900000"
+
+
 def test_lesson_plan_readable(capsys):
     code, out, _ = run(["solve", "--steps", "25", "--target", "0.95", "--p", "0.9"], capsys)
     assert code == 0
@@ -266,3 +272,14 @@ def test_the_docs_list_the_keys_solve_json_prints(capsys):
     assert set(re.findall(r"`(\w+)`", grid[0])) == set(table)
     row_text = grid[1].split(".\n", 1)[0]
     assert set(re.findall(r"`(\w+)`", row_text)) == set(table["rows"][0])
+
+
+def test_validate_past_the_limits_is_named_by_its_flag(capsys, monkeypatch):
+    # the simulation's refusal named its Python argument, trials, which solve has no flag for
+    monkeypatch.delenv("RELSIM_TIME_LIMIT", raising=False)
+    monkeypatch.delenv("RELSIM_MEMORY_LIMIT", raising=False)
+    code, out, err = run(["solve", "--steps", "5", "--target", "0.9", "--p", "0.9",
+                          "--validate", str(10**15)], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("relsim: error: --validate: must be within about 60 s and 4 GiB, got ")
+    assert err.count("\n") == 1

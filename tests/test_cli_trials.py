@@ -6,11 +6,13 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from relsim import evalstats
 from relsim.cli import main
+from relsim.errors import RelsimError
 
 
 def write(path, text):
@@ -255,7 +257,7 @@ def test_analyze_bad_files_exit_2_with_one_line(tmp_path, capsys, text, message)
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--k", "5"], "relsim: error: k: must be in [1, 4]"),
+        (["--k", "5"], "relsim: error: --k: must be in [1, 4]"),
         (["--k", "0"], "argument --k: must be a comma-separated list of integers >= 1"),
         (["--replicates", "0"], "argument --replicates: must be an integer >= 100, got '0'"),
         (["--replicates", "1"], "argument --replicates: must be an integer >= 100, got '1'"),
@@ -416,9 +418,22 @@ def test_power_delta_out_of_range_is_a_value_error_exit_2(capsys):
     code, out, err = run(capsys, "power", "--delta", "0.4", "--baseline", "0.8")
     assert code == 2 and out == ""
     assert err == (
-        "relsim: error: delta: must be a number keeping baseline + delta in [0, 1], "
+        "relsim: error: --delta: must be a number keeping baseline + delta in [0, 1], "
         "i.e. in [-0.8, 0.2], got 0.4\n"
     )
+
+
+@pytest.mark.parametrize("tasks", ["1" + "0" * 15 + "1", "1" + "0" * 30])
+def test_power_with_more_tasks_than_it_can_count_exits_2(capsys, tasks):
+    # past int64 the t quantile of scipy failed: an internal error (exit 1), not bad input
+    code, out, err = run(capsys, "power", "--baseline", "0.5", "--tasks", tasks)
+    assert code == 2 and out == ""
+    assert err == f"relsim: error: --tasks: must be an integer in 2..10^15 (a paired comparison needs two), got {tasks}\n"
+    with pytest.raises(RelsimError,
+                       match=r"^tasks: must be an integer in 2\.\.10\^15"):
+        evalstats.paired_power(int(tasks), 0.1, 0.5)
+    # the largest count still answers
+    assert 0 < evalstats.minimum_detectable_effect(10**15, 0.5) < 1e-6
 
 
 def test_commands_are_listed_in_help(capsys):
@@ -440,3 +455,17 @@ def test_the_cli_module_imports_nothing_heavy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_analyze_says_when_target_has_no_plan_to_set(capsys):
+    # --target sets the plan drawn from a steps column or --labels: without either it was
+    # silently ignored
+    root = Path(__file__).resolve().parents[1] / "examples" / "harness"
+    code, out, err = run(capsys, "analyze", str(root / "exercise1.csv"), "--target", "0.5")
+    assert code == 0 and out
+    assert err == ("relsim: warning: --target sets the plan drawn from a steps column or from "
+                   "--labels; these trials have neither, so no plan uses it\n")
+    code, out, err = run(capsys, "analyze", str(root / "exercise3_v1.csv"), "--target", "0.5")
+    assert code == 0 and "--target" not in err and "0.5" in out  # a steps column: the plan's
+    code, _, err = run(capsys, "analyze", str(root / "exercise1.csv"))
+    assert code == 0 and err == ""

@@ -403,7 +403,8 @@ def test_a_verifier_from_an_audit(tmp_path, capsys):
     assert code == 0 and "verifier miss 0.1, false_reject 0.02" in text
     assert relsim.Scenario.from_toml(out).verifier == relsim.Verifier(0.1, 0.02)
     (tmp_path / "bad.json").write_text("{not json")
-    code, _, err = run(capsys, "fit", source, "--verifier-from", str(tmp_path / "bad.json"))
+    code, _, err = run(capsys, "fit", source, "-o", str(out), "--verifier-from",
+                          str(tmp_path / "bad.json"))
     assert code == 2 and "bad.json: not JSON" in err
 
 
@@ -541,3 +542,21 @@ def coverage_table(harnesses=300):  # pragma: no cover - python3 tests/test_diff
 
 if __name__ == "__main__":  # pragma: no cover
     coverage_table()
+
+
+@pytest.mark.parametrize("argv", [["--retries", "3"], ["--target", "0.9"], ["--verifier-from", "{audit}"],
+                                  ["--target", "0.9", "--json"]])
+def test_fit_refuses_the_scenario_flags_without_o(tmp_path, capsys, argv):
+    # they set the scenario -o writes; without -o they were silently ignored
+    source = csv_of(FIVE, tmp_path / "five.csv")
+    audit = tmp_path / "audit.json"
+    audit.write_text("{}")
+    argv = [arg.format(audit=audit) for arg in argv]
+    code, text, err = run(capsys, "fit", source, *argv)
+    assert code == 2 and text == ""
+    assert err == f"relsim: error: {argv[0]}: sets the scenario that -o FILE writes: give -o too\n"
+    out = tmp_path / "fit.toml"
+    code, text, err = run(capsys, "fit", source, "-o", str(out), "--retries", "3", "--target", "0.9")
+    assert code == 0 and "3 retries; target 0.9" in text
+    scenario = relsim.Scenario.from_toml(out)
+    assert scenario.retries.per_step == 3 and scenario.target == 0.9

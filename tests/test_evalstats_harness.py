@@ -404,7 +404,7 @@ def test_power_refuses_astronomic_task_counts_in_one_line(capsys, argv):
         warnings.simplefilter("error")  # no numpy RuntimeWarning either
         code = main(["power", *argv])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("relsim: error: delta: must be a difference that at "
+    assert code == 2 and err.startswith("relsim: error: --delta: must be a difference that at "
                                         "most 10^15 tasks can detect")
     assert err.count("\n") == 1
 

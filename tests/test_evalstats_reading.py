@@ -124,6 +124,12 @@ BAD_FILES = [
         r"\(first seen at line 2\)$",
     ),
     (
+        # json keeps the last of a repeated key: the record's first task was silently dropped
+        "twice.jsonl",
+        '{"task":"a","trial":1,"success":1}\n{"task":"a","trial":2,"success":0,"task":"b"}\n',
+        r" line 2: task: must be given once in a record, got it twice$",
+    ),
+    (
         "badjson.jsonl",
         '{"task":"a","trial":1,"success":1}\n{"task": "a",\n',
         r" line 2: record: must be a JSON object, got text that is not valid JSON \(",
@@ -308,7 +314,7 @@ def test_bad_arguments_name_the_argument_and_range():
         ),
         (
             lambda: evalstats.minimum_detectable_effect(0, 0.5),
-            r"tasks: must be an integer >= 2 \(a paired comparison needs two\), got 0",
+            r"tasks: must be an integer in 2\.\.10\^15 \(a paired comparison needs two\), got 0",
         ),
     ]
     for call, message in cases:

@@ -417,3 +417,22 @@ def test_bad_input_names_the_argument_and_range(function, args, kwargs, message)
 def test_integral_floats_are_accepted_as_counts():
     assert F.compound(0.9, 3.0) == F.compound(0.9, 3)
     assert F.pass_at_k_estimate(10.0, 3.0, 2.0) == F.pass_at_k_estimate(10, 3, 2)
+
+
+@pytest.mark.parametrize(
+    "log_success, target, named",
+    [(None, 0.9, "log_success"), ("x", 0.9, "log_success"), (math.nan, 0.9, "log_success"),
+     (np.array([-0.1]), 0.9, "log_success"), (0.0, -1.0, "target"), (0.0, 1.5, "target"),
+     (0.0, 0.0, "target"), (0.0, math.nan, "target"), (0.0, None, "target"),
+     (0.0, np.array([0.5]), "target")],
+)
+def test_meets_target_names_its_bad_argument(log_success, target, named):
+    # a TypeError from the comparison, a math domain error, or a silent answer before
+    with pytest.raises(RelsimError, match=rf"^{named}: must be"):
+        F.meets_target(log_success, target)
+
+
+def test_meets_target_takes_the_edges():
+    assert F.meets_target(-math.inf, 1e-300) is False  # success 0 never meets a target
+    assert F.meets_target(0.0, 1.0) and not F.meets_target(-1e-300, 1.0)
+    assert F.meets_target(np.float64(math.log(0.95)), np.float64(0.95))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -205,15 +206,15 @@ def _long_chain(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("argv", "key"),
     [
-        (["timeline", LESSON, "--trials", str(10**12)], "trials"),
-        (["timeline", LESSON, "--trials", "123456789012345678901234567890"], "trials"),
-        (["timeline", LESSON, "--trials", HUGE], "trials"),
-        (["timeline", FLEET, "--replications", "100000"], "trials"),
-        (["timeline", "{long}", "--trials", "100000"], "trials"),  # compiled: 1e10 attempts
+        (["timeline", LESSON, "--trials", str(10**12)], "--trials"),
+        (["timeline", LESSON, "--trials", "123456789012345678901234567890"], "--trials"),
+        (["timeline", LESSON, "--trials", HUGE], "--trials"),
+        (["timeline", FLEET, "--replications", "100000"], "--replications"),
+        (["timeline", "{long}", "--trials", "100000"], "--trials"),  # compiled: 1e10 attempts
         (["timeline", FLEET, "--replications", "2", "--events", "{events}", "--record", "2000"], None),
         (["timeline", LESSON, "--trials", str(10**8), "--events", "{events}", "--record", str(10**8)],
-         "record"),
-        (["simulate", LESSON, "--trials", HUGE], "trials"),
+         "--record"),
+        (["simulate", LESSON, "--trials", HUGE], "--trials"),
     ],
     ids=["1e12 trials", "30 digits", "401 digits", "fleet 1e6", "100000 steps", "control",
          "record 1e8", "simulate 401 digits"],
@@ -229,6 +230,27 @@ def test_runs_over_the_limits_are_refused_at_once_with_an_estimate(tmp_path, cap
     assert status == 2 and out == "" and line.startswith(f"relsim: error: {key}: must be")
     assert "estimated" in line or "2**62" in line
     assert not (tmp_path / "e.jsonl").exists()  # nothing written
+
+
+def test_a_workload_over_the_limits_is_told_in_replications_or_fleet_tasks(tmp_path, capsys,
+                                                                          no_timeline_run):
+    # a workload's count is replications of fleet.tasks: "trials: ... run at most about
+    # 48,159 trials" named a flag a workload refuses
+    status, _, err = _run(["timeline", FLEET, "--replications", "100000", "--seed", "1"], capsys)
+    line = _one_error_line(err)
+    assert status == 2 and line.startswith("relsim: error: --replications: must be within about")
+    fitting = int(re.search(r"run at most about ([\d,]+) replications of fleet.tasks = 2,000",
+                            line).group(1).replace(",", ""))
+    assert 5 <= fitting < 100000
+    big = _write(tmp_path / "big.toml", "steps = 25\np = 0.9\n[verifier]\nmiss = 0.05\n"
+                 "[retries]\nper_step = 2\n[fleet]\nagents = 40\ntasks = 1000000\n")
+    for argv, runs in (([], 5), (["--replications", "2"], 2)):
+        status, _, err = _run(["timeline", big, "--seed", "1", *argv], capsys)
+        line = _one_error_line(err)
+        assert status == 2 and line.startswith("relsim: error: fleet.tasks: must be within about")
+        tasks = int(re.search(rf"; {runs} replications of at most about ([\d,]+) tasks fit",
+                              line).group(1).replace(",", ""))
+        assert 1 <= tasks < 1000000
 
 
 def test_the_timeline_estimate_is_within_a_few_times_a_measured_run():
@@ -658,3 +680,56 @@ def test_numpy_values_in_axes_sweep_like_python_values(tmp_path):
                                "p": [np.float64(0.8), np.float64(0.9)]}}
     pd.testing.assert_frame_equal(sweep(listed), expected)
     assert point_seed(np.int64(1), np.int32(3)) == point_seed(1, 3)
+
+
+HARNESS = str(ROOT / "examples" / "harness" / "exercise1.csv")
+LABELS = str(ROOT / "examples" / "evals_to_plan" / "labels.csv")
+
+
+@pytest.mark.parametrize(
+    "call, named",
+    [
+        # a source that is no path nor DataFrame: Path(None) was a TypeError deep in the reader
+        (lambda: relsim.evalstats.analyze(None), "trials"),
+        (lambda: relsim.evalstats.analyze(5), "trials"),
+        (lambda: relsim.evalstats.compare(None, HARNESS), "baseline"),
+        (lambda: relsim.evalstats.compare(HARNESS, 1.5), "candidate"),
+        (lambda: relsim.evalstats.audit(None), "labels"),
+        (lambda: relsim.evalstats.audit(LABELS, judged=5), "judged"),
+        (lambda: relsim.evalstats.fit_difficulty([1]), "trials"),
+        (lambda: relsim.evalstats.read_trials(b"x.csv"), "source"),
+        (lambda: relsim.evalstats.read_inspect_log(None), "source"),
+        (lambda: relsim.evalstats.per_task({"a": 1}), "trials"),
+        # not iterable, or not text: a TypeError, or (infra_categories) ignored without a
+        # category column
+        (lambda: relsim.evalstats.analyze(HARNESS, rates=1), "rates"),
+        (lambda: relsim.evalstats.analyze(HARNESS, rates=["a/b", 2]), "rates"),
+        (lambda: relsim.evalstats.analyze(HARNESS, category=0), "category"),
+        (lambda: relsim.evalstats.analyze(HARNESS, infra_categories=1.5), "infra_categories"),
+        # past int64: scipy's TypeError
+        (lambda: relsim.evalstats.minimum_detectable_effect(10**30, 0.5), "tasks"),
+        (lambda: relsim.evalstats.paired_power(10**30, 0.1, 0.5), "tasks"),
+        # a lone number for a list, a list for a name: TypeErrors
+        (lambda: relsim.plan.curve(SCENARIO, "retries.per_step", 3), "values"),
+        (lambda: relsim.plan.curve(SCENARIO, "retries.per_step", also=3), "also"),
+        (lambda: relsim.plan.resources(Scenario.from_toml(FLEET), ["agents"]), "for_"),
+        # a TypeError from Path(), an AttributeError from the compiler
+        (lambda: Scenario.from_toml(None), "file"),
+        (lambda: Scenario.from_toml(5), "file"),
+        (lambda: Scenario(steps=5, p=0.9, cost=None), "cost"),
+    ],
+)
+def test_the_api_names_the_argument_of_bad_input(call, named):
+    with pytest.raises(RelsimError, match=rf"^{named}: must be"):
+        call()
+
+
+@pytest.mark.filterwarnings("ignore::relsim.evalstats.TrialDataWarning")
+def test_one_text_is_one_rate_and_one_infrastructure_word():
+    frame = pd.DataFrame({"task": list("aabb"), "trial": [1, 2] * 2, "success": [1, 0, 0, 1],
+                          "errors": [0, 2, 1, 0], "steps": [4, 4, 5, 5],
+                          "category": ["", "infra_down", "wrong", ""]})
+    one = relsim.evalstats.analyze(frame, rates="errors/steps", infra_categories="infra")
+    listed = relsim.evalstats.analyze(frame, rates=["errors/steps"], infra_categories=["infra"])
+    assert one.rates == listed.rates and list(one.rates) == ["errors/steps"]
+    assert one.infrastructure == listed.infrastructure and one.infrastructure is not None

@@ -334,3 +334,23 @@ def warnings_quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", evalstats.TrialDataWarning)
         yield
+
+
+@pytest.mark.parametrize(
+    "name, text, said",
+    [
+        # pydantic's multi-part validation report, cut at 160 characters, said none of this
+        ("audit.json", '{"labels": 100, "miss": {}}',
+         "a JSON object without Inspect's 'eval' key (keys labels, miss)"),
+        ("list.json", "[1, 2]", "a JSON list, not an object"),
+        ("broken.json", "{not json", "a file that is not JSON (Expecting property name enclosed "
+                                     "in double quotes: line 1 column 2 (char 1))"),
+        ("text.eval", "not a zip", "a file that is not a zip archive (an .eval log is one)"),
+    ],
+)
+def test_a_file_that_is_not_a_log_says_what_it_is(tmp_path, name, text, said):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(evalstats.TrialDataError) as error:
+        evalstats.analyze(path)
+    assert str(error.value) == f"{path}: log: must be an Inspect eval log, got {said}"

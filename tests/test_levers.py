@@ -349,3 +349,17 @@ duration_mean = 200
     assert "one more reviewer (resources.reviewers = 3)" in out and "95% interval" in out
     status = main(["levers", str(path), "--trials", "10"])
     assert status == 2 and "--trials: not for a workload" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag, value", [("--trials", "5"), ("--replications", "5"), ("--seed", "5")])
+def test_levers_refuses_a_time_flag_for_a_scenario_without_time(capsys, flag, value):
+    # no time table, no time levers: the flag was silently ignored (--replications was
+    # refused asking for --trials, ignored too)
+    lesson = str(Path(__file__).resolve().parents[1] / "scenarios" / "lesson_25_steps.toml")
+    assert main(["levers", lesson, flag, value]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"relsim: error: {flag}: sets the time levers' timeline runs, but the "
+                            "scenario has no time table ([timing], [fleet], [resources], [infra], "
+                            "[targets]): leave it out\n")
+    assert main(["levers", lesson]) == 0  # and without it, the levers

@@ -186,3 +186,17 @@ def test_no_warning_with_an_error(capsys):
     path = str(SCENARIOS / "flaky_eval_harness.toml")
     code, out, err = run(capsys, "evaluate", path, "--require-target")
     assert code == 2 and err.count("\n") == 1 and "warning" not in err
+
+
+@pytest.mark.parametrize("for_", ["agents", "llm_concurrency", "rpm"])
+def test_a_count_is_not_planned_for_a_scenario_without_time(for_, capsys):
+    # no time table: trials take no time and share nothing, so every count is the same;
+    # "least agents 1: every target met; sure" was printed as a plan
+    lesson = {"steps": 25, "p": 0.9, "target": 0.95, "verifier": {"miss": 0.0},
+              "retries": {"per_step": 2}}
+    with pytest.raises(RelsimError, match=rf"^{for_}: is planned in time, but the scenario has "
+                                          r"no time table \(\[timing\], \[fleet\], \[resources\] or "
+                                          r"\[infra\]\)"):
+        plan.resources(lesson, for_)
+    code, out, err = run(capsys, "solve", str(SCENARIOS / "lesson_25_steps.toml"), "--for", for_)
+    assert code == 2 and out == "" and err.startswith(f"relsim: error: {for_}: is planned in time")

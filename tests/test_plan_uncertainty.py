@@ -467,8 +467,8 @@ def test_solve_with_confidence_out_of_reach_exits_3(capsys, files):
     (["--worlds", "10"], "--worlds: is how many plausible worlds"),
     (["--seed", "1"], "--seed: not allowed with a SCENARIO file"),
     (["--verifier-from", "{folder}/missing.json"], "missing.json: cannot read"),
-    (["--verifier-from", "{fit}"], "fit.json: miss: must be an object"),
-    (["--difficulty-from", "{audit}"], "audit.json: always: must be a number in [0, 1], got no such key"),
+    (["--verifier-from", "{fit}"], "fit.json: audit: must be a grader audit (the JSON of 'relsim audit --json') with keys miss and false_reject"),
+    (["--difficulty-from", "{audit}"], "audit.json: fit: must be a task-difficulty fit (the JSON of 'relsim fit --json') with keys always, never and beta"),
 ])
 def test_solve_refusals_are_one_line(capsys, files, extra, message):
     argv = ["solve", files["task"], "--for", "retries", *[x.format(**files) for x in extra]]

@@ -176,7 +176,7 @@ def test_cli_writes_the_page_and_exits_with_the_verdict(tmp_path, capsys):
         (["report", "no/such.toml", "-o", "x.html"], "no/such.toml: cannot read"),
         (["report", LESSON], "the following arguments are required: -o/--output"),
         (["report", LESSON, "-o", "x.html", "--trials", "-3"], "--trials: must be an integer >= 0"),
-        (["report", LESSON, "-o", "/no/such/dir/x.html", "--trials", "0"], "No such file or directory"),
+        (["report", LESSON, "-o", "/no/such/dir/x.html", "--trials", "0"], "-o: must be a file that can be written, got '/no/such/dir/x.html' (the folder '/no/such/dir' does not exist)"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
@@ -518,3 +518,15 @@ def test_an_overloaded_workloads_warnings_are_in_the_report():
     html = render(design, trials=500, seed=1).html
     assert html.count('<p class="verdict bad">Warning: ') == 2
     assert "Warning: reviewers: offered load 1.5" in html
+
+
+def test_cli_refuses_a_seed_that_trials_0_leaves_unused(tmp_path, capsys):
+    # --trials 0 leaves out every draw: the seed was silently ignored
+    out = tmp_path / "r.html"
+    assert main(["report", LESSON, "-o", str(out), "--trials", "0", "--seed", "5"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not out.exists()
+    assert captured.err == ("relsim: error: --seed: seeds the Monte Carlo check and the timeline's "
+                            "runs, which --trials 0 leaves out: leave it out too\n")
+    assert main(["report", LESSON, "-o", str(out), "--trials", "0"]) == 0
+    assert "--trials 0 --seed 0" in out.read_text(encoding="utf-8")  # the command shown

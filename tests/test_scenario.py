@@ -117,7 +117,7 @@ def scenario_dicts(draw):
 
     data = {"steps": n, "p": per_step(probability)}
     if draw(st.booleans()):
-        data["name"] = draw(st.text(max_size=10))
+        data["name"] = draw(st.text(max_size=10).filter(str.isprintable))  # a title: no control character
     if draw(st.booleans()):
         data["target"] = draw(st.floats(0.01, 1.0))
     has_verifier = draw(st.booleans())
@@ -311,3 +311,12 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path):
 def test_a_confusion_that_is_not_a_confusion_is_an_error():
     with pytest.raises(ScenarioError, match="correlation.confusion: must be a Confusion"):
         Scenario(steps=2, p=0.9, correlation=Correlation(confusion={"enter": 1}))
+
+
+@pytest.mark.parametrize("name", ["two\nlines", "red \x1b[31malert", "tab\there", 5])
+def test_a_name_is_printable_text(name, tmp_path, capsys):
+    # the name titles every output: a line break or a terminal escape was printed raw
+    message = _error({**BASE, "name": name})
+    assert message == ("name: must be text of printable characters (no line break or control "
+                       f"character), got {name!r}")
+    assert Scenario.from_dict({**BASE, "name": "café, 25 steps"}).name == "café, 25 steps"

@@ -108,11 +108,11 @@ def test_without_the_tables_the_model_is_the_identity():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"classes": [{"weight": 0, "p": 0.5}]}, "classes.weight: must be a finite number > 0, got 0"),
-        ({"classes": [{"weight": 1, "p": 1.5}]}, "classes.p: must be a probability in [0, 1], got 1.5"),
-        ({"classes": [{"weight": 1, "p": [0.5, 0.5]}]}, "classes.p: must be one value or a list of one value per step (3)"),
+        ({"classes": [{"weight": 0, "p": 0.5}]}, "classes[0].weight: must be a finite number > 0, got 0"),
+        ({"classes": [{"weight": 1, "p": 1.5}]}, "classes[0].p: must be a probability in [0, 1], got 1.5"),
+        ({"classes": [{"weight": 1, "p": [0.5, 0.5]}]}, "classes[0].p: must be one value or a list of one value per step (3)"),
         ({"classes": {"weight": 1, "p": 0.5}}, "classes: must be a non-empty array of tables"),
-        ({"classes": [{"weight": 1, "p": 0.5, "escalation_p": [0.9]}]}, "classes.escalation_p: is the p of a ladder's rungs, but there is no [escalation]"),
+        ({"classes": [{"weight": 1, "p": 0.5, "escalation_p": [0.9]}]}, "classes[0].escalation_p: is the p of a ladder's rungs, but there is no [escalation]"),
         ({"escalation": {"after": [2, 2], "p": [0.9, 0.9]}}, "escalation.after: must be strictly increasing"),
         ({"escalation": {"after": [0], "p": [0.9]}}, "escalation.after: must be an integer in 1..10000, got 0"),
         ({"escalation": {"after": [4], "p": [0.9]}}, "escalation.after: rung 1 serves from attempt 5"),
@@ -126,7 +126,7 @@ def test_without_the_tables_the_model_is_the_identity():
         ({"failure_modes": [{"name": "a", "share": 0.5}]}, "failure_modes.share: must sum to 1 over the modes, got 0.5"),
         ({"failure_modes": [{"name": "a", "share": 0.5}, {"name": "a", "share": 0.5}]}, "failure_modes.name: must be unique, got 'a' twice"),
         ({"failure_modes": [{"name": "a", "share": 1.0, "detect": 0.5}]}, "failure_modes.detect: mode 'a' sets a detect, but there is no [checkpoints]"),
-        ({"failure_modes": [{"name": "a", "share": 1.0, "miss": 2}]}, "failure_modes.miss: must be a probability in [0, 1], got 2"),
+        ({"failure_modes": [{"name": "a", "share": 1.0, "miss": 2}]}, "failure_modes[0].miss: must be a probability in [0, 1], got 2"),
         ({"faults": {"attempt": -0.1}}, "faults.attempt: must be a probability in [0, 1], got -0.1"),
         ({"utility": {"silent_failure": float("inf")}}, "utility.silent_failure: must be a finite number"),
         ({"utility": {"cost_weight": -1}}, "utility.cost_weight: must be"),
@@ -152,6 +152,28 @@ def test_unknown_keys_in_the_design_tables_get_a_suggestion(data, message):
     with pytest.raises(ScenarioError) as error:
         Scenario.from_dict(data)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        ({"classes": [{"weight": 1, "p": 0.5}, {"weight": 1, "p": 0.5}, {"weight": -1, "p": 0.5}]},
+         "classes[2].weight: must be a finite number > 0, got -1"),
+        ({"classes": [{"weight": 1, "p": 0.5}, {"weight": 1, "p": 0.5, "wieght": 2}]},
+         "classes[1].wieght: unknown key; did you mean 'weight'?"),
+        ({"classes": [{"weight": 1, "p": 0.5}, {"weight": 1}]},
+         "classes[1]: needs all of weight and p; missing p"),
+        ({"classes": [{"weight": 1, "p": 0.5}, {"weight": 1, "p": [0.5, 0.5]}]},
+         "classes[1].p: must be one value or a list of one value per step (3), got a list of 2"),
+        ({"failure_modes": [{"name": "a", "share": 0.5}, {"name": "b", "share": 0.5, "miss": 2}]},
+         "failure_modes[1].miss: must be a probability in [0, 1], got 2"),
+    ],
+)
+def test_an_entry_of_an_array_of_tables_is_named_by_its_index(entries, message):
+    # "classes.weight" does not say which of five classes is wrong
+    with pytest.raises(ScenarioError) as error:
+        Scenario.from_dict({**BASE, **entries})
+    assert str(error.value) == message
 
 
 def test_links_between_the_tables_are_checked():

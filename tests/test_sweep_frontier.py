@@ -246,3 +246,14 @@ review = { mean = 60 }
     assert "not beaten on success, duration p90 beyond their noise" in text and "duration_p90_se" in text
     assert main(["sweep", str(grid), "-o", out, "--objectives", "success,speed"]) == 2
     assert "--objectives: must be columns of a timeline sweep" in capsys.readouterr().err
+
+
+def test_an_unknown_objective_of_an_exact_sweep_reads_an_exact_sweep(tmp_path, capsys):
+    from pathlib import Path
+
+    from relsim.cli import main
+
+    grid = Path(__file__).resolve().parents[1] / "scenarios" / "grids" / "verifier_and_retries.toml"
+    out = str(tmp_path / "r.csv")
+    assert main(["sweep", str(grid), "-o", out, "--objectives", "success,speed"]) == 2
+    assert "--objectives: must be columns of an exact sweep (" in capsys.readouterr().err

@@ -112,6 +112,16 @@ def test_python_api_accepts_numbers_for_durations():
          "timing.checkpoint: unused with checkpoints.human = true (a human gate takes resources.review)"),
         ({**BASE, "infra": {"crash_per_hour": -1}}, "infra.crash_per_hour: must be a finite number >= 0, got -1"),
         ({**BASE, "infra": 3}, "infra: must be a table, got 3"),
+        # read by nothing: silently ignored before
+        ({**BASE, "resources": {"tokens": 3000}},
+         "resources.tokens: is what an LLM call takes from the tpm bucket, but resources.tpm is "
+         "not set (set it, or leave tokens out)"),
+        ({**BASE, "resources": {"reviewers": 2, "review": 60}},
+         "resources.reviewers: is the pool of a human gate, but no check is one (set "
+         "checkpoints.human = true, or leave it out)"),
+        ({**BASE, "checkpoints": {"final": True}, "resources": {"reviewers": 2, "review": 60}},
+         "resources.reviewers: is the pool of a human gate, but no check is one (set "
+         "checkpoints.human = true, or leave it out)"),
     ],
 )
 def test_bad_time_tables_get_one_clear_error(data, message):

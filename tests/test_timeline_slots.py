@@ -131,7 +131,7 @@ SHARED = {
     "correlation": {"task_sd": 0.4},
     "timing": {"attempt": {"median": 5, "p95": 20}, "verify": 1, "deadline": 120},
     "fleet": {"arrivals": "poisson", "rate_per_hour": 900, "agents": 5, "tasks": 120},
-    "resources": {"llm_concurrency": 3, "rpm": 120, "tokens": 100},
+    "resources": {"llm_concurrency": 3, "rpm": 120},
     "infra": {"crash_per_hour": 1.0},
 }
 

@@ -12,7 +12,9 @@ until a command succeeds and then printed one line each (``relsim: warning: ...`
 exit 2 the error is the only line.
 
 The library's messages name Python arguments (``threshold=T``, ``plan.total``); the CLI shows
-them with its flags (``--threshold T``, ``--for total``) through :func:`relsim.cli._args.as_flags`.
+them with its flags (``--threshold T``, ``--for total``) through :func:`relsim.cli._args.as_flags`,
+and an error that opens with an argument the user gave as a flag (``trials: ...`` after
+``--trials``) opens with that flag (:func:`relsim.cli._args.as_typed_flag`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from relsim.cli._args import (
     PENDING_WARNINGS,
     Parser,
     as_flags,
+    as_typed_flag,
 )
 from relsim.errors import RelsimError
 
@@ -97,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except RelsimError as error:  # bad input: one line, no traceback, in the CLI's words
-        print(f"relsim: error: {as_flags(str(error))}", file=sys.stderr)
+        print(f"relsim: error: {as_typed_flag(as_flags(str(error)), argv)}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:
         if error.errno not in _ENVIRONMENT_ERRORS:

@@ -7,7 +7,7 @@ import json
 import math
 import re
 import sys
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Sequence
 
 from relsim.results import jsonable
 
@@ -44,8 +44,12 @@ _SPOKEN = (
         ),
         r"--for \1",
     ),
-    (re.compile(r"(?<![\w.])relsim\.(evaluate|simulate)\b(?!_)"), r"'relsim \1'"),
+    (re.compile(r"(?<![\w.])relsim\.(evaluate|simulate|sweep)\b(?!_)"), r"'relsim \1'"),
     (re.compile(r"(?<![\w.])relsim\.simulate_timeline\b"), "'relsim timeline'"),
+    (re.compile(r"\bthe to_dict\(\) of relsim\.evalstats\.audit, or its JSON\b"),
+     "the JSON of 'relsim audit --json'"),
+    (re.compile(r"\bthe to_dict\(\) of relsim\.evalstats\.fit_difficulty, or its JSON\b"),
+     "the JSON of 'relsim fit --json'"),
 )
 
 
@@ -55,6 +59,41 @@ def as_flags(message: str) -> str:
     ``'relsim simulate'``. Applied to every library text the CLI shows (errors, reasons)."""
     for pattern, flag in _SPOKEN:
         message = pattern.sub(flag, message)
+    return message
+
+
+#: A message that opens with a Python argument's name: ``trials: must be ...``, ``rate a/b: must
+#: be ...`` (not a file's name: ``seed: cannot read``, ``seed: steps: must be ...``).
+_LEADING_NAME = re.compile(r"[a-z][a-z0-9_]*(?=(?: [^:]*)?: must be )")
+#: Short spellings of flags whose Python argument has the long one's name.
+_SHORT_FLAGS = {"out": "-o", "output": "-o"}
+
+
+def as_typed_flag(message: str, argv: Sequence[str]) -> str:
+    """``message`` with its leading Python argument named as the flag the user typed.
+
+    The library checks what the parser cannot (``trials`` in 1..2**62, ``k`` at most the
+    trials of a task, a ``report`` file's suffix) and names the argument (``trials: must be
+    ...``); when the command line holds that argument's flag (``--trials``, ``-o`` for
+    ``out``), the user reads the flag. A name the user did not type is left as it is.
+
+    Examples
+    --------
+    >>> as_typed_flag("trials: must be an integer in 1..2**62, got 10**30", ["--trials", "1e30"])
+    '--trials: must be an integer in 1..2**62, got 10**30'
+    >>> as_typed_flag("difference_sd: must be a number >= 0, got inf", ["--difference-sd=inf"])
+    '--difference-sd: must be a number >= 0, got inf'
+    >>> as_typed_flag("trials: must be at least 1", ["--seed", "1"])
+    'trials: must be at least 1'
+    """
+    match = _LEADING_NAME.match(message)
+    if match is None:
+        return message
+    name = match.group()
+    typed = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    for flag in (f"--{name.replace('_', '-')}", _SHORT_FLAGS.get(name)):
+        if flag in typed:
+            return flag + message[match.end():]
     return message
 
 

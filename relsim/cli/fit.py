@@ -17,6 +17,7 @@ from typing import Any
 
 from relsim.cli import _args
 from relsim.cli._args import EXIT_OK, finite_float, nonnegative_int, print_json, target
+from relsim.errors import RelsimError
 
 # relsim.evalstats.difficulty's MIN_DRAWS and MAX_DRAWS, repeated because building the parser
 # must not import numpy (tests/test_difficulty.py holds them together)
@@ -62,10 +63,10 @@ def add_parser(subparsers: Any) -> None:
         help="with --verifier-from: each error rate at its upper 95%% bound (default), "
         "estimate or lower bound",
     )
-    parser.add_argument("--retries", type=retries_count, default=0, metavar="R",
-                        help="the scenario's retries per step (default 0)")
-    parser.add_argument("--target", type=target, default=0.95,
-                        help="the scenario's target (default 0.95)")
+    parser.add_argument("--retries", type=retries_count, metavar="R",
+                        help="with -o: the scenario's retries per step (default 0)")
+    parser.add_argument("--target", type=target,
+                        help="with -o: the scenario's target (default 0.95)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="bootstrap seed (default 0)")
     parser.add_argument("--draws", type=draws_count, default=MIN_DRAWS, metavar="D",
@@ -86,7 +87,14 @@ def run(args: argparse.Namespace) -> int:
     from relsim.evalstats.difficulty import fit_difficulty, verifier_from_audit
 
     _check_logs(args.trials)
-    if args.output:  # before the fit, not after it
+    if args.output is None:  # they set the scenario -o writes: without it they would do nothing
+        for flag, value in (("--retries", args.retries), ("--target", args.target),
+                            ("--verifier-from", args.verifier_from)):
+            if value is not None:
+                raise RelsimError(f"{flag}: sets the scenario that -o FILE writes: give -o too")
+    args.retries = 0 if args.retries is None else args.retries
+    args.target = 0.95 if args.target is None else args.target
+    if args.output is not None:  # before the fit, not after it ('' is refused)
         from relsim import checks
 
         checks.output_file(args.output, "-o")

@@ -53,7 +53,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file (TOML)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S",
+    parser.add_argument("--seed", type=nonnegative_int, metavar="S",
                         help="seed of the time levers' timeline runs (default 0)")
     parser.add_argument("--replications", type=replication_count, metavar="R",
                         help="replications of each time lever's run of a workload (default: the "
@@ -71,14 +71,21 @@ def run(args: argparse.Namespace) -> int:
     scenario, applied = apply_evidence(args, Scenario.from_toml(args.scenario))
     time = time_model(scenario)
     replications, trials = getattr(args, "replications", None), getattr(args, "trials", None)
-    timed = any(getattr(scenario, name) is not None
-                for name in ("timing", "fleet", "resources", "infra", "targets"))
+    seed = getattr(args, "seed", None)
+    timed = any(getattr(scenario, name) is not None for name in TIME_TABLES)
+    if not timed:  # no time levers to run: a flag of their runs would be silently ignored
+        for flag, value in (("--trials", trials), ("--replications", replications), ("--seed", seed)):
+            if value is not None:
+                raise RelsimError(
+                    f"{flag}: sets the time levers' timeline runs, but the scenario has no time "
+                    f"table ({', '.join(f'[{name}]' for name in TIME_TABLES)}): leave it out"
+                )
     check_mode(time, trials, replications)
     table = levers(scenario)
     timing = None
     if timed:
         timing = time_levers(scenario, replications=replications, trials=trials,
-                             seed=getattr(args, "seed", 0))
+                             seed=0 if seed is None else seed)
     if args.json:
         result: dict[str, Any] = {"baseline": table.attrs["baseline"], "levers": table.to_dict("records")}
         if timing is not None:
@@ -92,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_time_levers(timing))
     return EXIT_OK
+
+
+#: The tables that give a scenario time levers.
+TIME_TABLES = ("timing", "fleet", "resources", "infra", "targets")
 
 
 def check_mode(time: Any, trials: int | None, replications: int | None) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, nonnegative_int, target
 from relsim.cli._evidence import add_verifier_arguments, apply_evidence, evidence_lines
+from relsim.errors import RelsimError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -49,7 +50,8 @@ def add_parser(subparsers: Any) -> None:
         help="Monte Carlo trials of the check (default 100000; 0 leaves it out)",
     )
     parser.add_argument(
-        "--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the check (default 0)"
+        "--seed", type=nonnegative_int, metavar="S",
+        help="seed of the check and of the timeline's runs (default 0)",
     )
     add_verifier_arguments(parser)
     parser.set_defaults(run=run)
@@ -59,11 +61,18 @@ def run(args: argparse.Namespace) -> int:
     from relsim.report import DEFAULT_TRIALS, render, write
     from relsim.scenario import Scenario
 
+    if args.trials == 0 and args.seed is not None:  # nothing is drawn: it would do nothing
+        raise RelsimError("--seed: seeds the Monte Carlo check and the timeline's runs, which "
+                          "--trials 0 leaves out: leave it out too")
+    seed = 0 if args.seed is None else args.seed
+    from relsim import checks
+
+    checks.output_file(args.output, "-o")  # before the work, not after it
     scenario, applied = apply_evidence(args, Scenario.from_toml(args.scenario))
     trials = DEFAULT_TRIALS if args.trials is None else args.trials
     audit = applied.get("verifier_from")
     command = "relsim " + shlex.join(
-        ["report", args.scenario, "-o", args.output, "--trials", str(trials), "--seed", str(args.seed)]
+        ["report", args.scenario, "-o", args.output, "--trials", str(trials), "--seed", str(seed)]
         + (["--target", f"{args.target:g}"] if args.target is not None else [])
         + (["--verifier-from", audit["file"], "--at", audit["at"]] if audit else [])
     )
@@ -72,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         source=args.scenario,
         target=args.target,
         trials=trials,
-        seed=args.seed,
+        seed=seed,
         command=command,
     )
     path = write(report, args.output)

@@ -40,6 +40,7 @@ from relsim.cli._args import (
     probability,
     ranged,
     step_count,
+    steps_text,
     target,
 )
 from relsim.cli._evidence import add_difficulty_argument, add_verifier_arguments
@@ -288,7 +289,13 @@ def validate(plan: "ChainPlan", trials: int, seed: int | None) -> dict:
     import relsim
 
     assert plan.success is not None  # only a feasible plan is validated
-    outcome = relsim.simulate(plan.to_scenario(), trials=trials, seed=seed)
+    try:
+        outcome = relsim.simulate(plan.to_scenario(), trials=trials, seed=seed)
+    except RelsimError as error:  # the simulation's trials are --validate's N
+        text = str(error)
+        if text.startswith("trials:"):
+            raise RelsimError("--validate" + text[len("trials"):]) from None
+        raise
     se = float(outcome.standard_errors["success"])
     difference = float(outcome.success) - plan.success
     if se > 0:
@@ -311,7 +318,7 @@ def _number(value: float | None, digits: int = 6) -> str:
 
 def _print_header(result: dict) -> None:
     print(
-        f"{result['steps']} steps, target {result['target']:g}: each step must succeed with "
+        f"{steps_text(result['steps'])}, target {result['target']:g}: each step must succeed with "
         f"probability >= {result['required_step_success']:.6f}"
     )
     print(f"verifier: miss {result['miss']:g}, false_reject {result['false_reject']:g}")

@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     known = method(grid.method).keys
     unknown = [name for name in objectives if name not in known]
     if unknown:
-        raise RelsimError(f"--objectives: must be columns of a {grid.method} sweep "
+        article = "an" if grid.method[:1] in ("a", "e", "i", "o", "u") else "a"  # an exact sweep
+        raise RelsimError(f"--objectives: must be columns of {article} {grid.method} sweep "
                           f"({', '.join(known)}), got {', '.join(unknown)}")
     bar = _progress_bar(len(grid))
     try:

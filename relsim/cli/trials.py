@@ -155,8 +155,9 @@ def add_parser(subparsers) -> None:
     analyze.add_argument(
         "--target",
         type=target,
-        default=0.95,
-        help="end-to-end target for the plan drawn from a steps column (default 0.95)",
+        default=None,
+        help="end-to-end target for the plan drawn from a steps column or from --labels "
+        "(default 0.95)",
     )
     analyze.add_argument(
         "--extrapolate",
@@ -430,11 +431,14 @@ def run_analyze(args: argparse.Namespace) -> int:
     _check_logs(args.trials)
 
     replicates = evalstats.DEFAULT_REPLICATES if args.replicates is None else args.replicates
-    if args.report:  # before the analysis, not after it
+    if args.report is not None:  # before the analysis, not after it ('' is refused)
         from relsim import checks
 
         checks.output_file(args.report, "--report")
     seed = DEFAULT_SEED if args.seed is None else args.seed
+    given_target = args.target is not None
+    if args.target is None:
+        args.target = _DEFAULTS["target"]
     result = _quietly(
         evalstats.analyze,
         args.trials,
@@ -455,6 +459,9 @@ def run_analyze(args: argparse.Namespace) -> int:
     if args.interval == "jeffreys" and (args.replicates is not None or args.seed is not None):
         _warn(["--replicates and --seed set the bootstrap intervals (--interval bca or "
                "percentile); the default jeffreys interval draws nothing"])
+    if given_target and result.steps is None and args.labels is None:
+        _warn(["--target sets the plan drawn from a steps column or from --labels; these "
+               "trials have neither, so no plan uses it"])
     evidence = None
     if args.labels is not None:
         evidence = _evidence(result, args.trials, args.labels, args.target, seed)
@@ -631,7 +638,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     _check_logs(args.baseline, args.candidate)
 
-    if args.report:  # before the comparison, not after it
+    if args.report is not None:  # before the comparison, not after it ('' is refused)
         from relsim import checks
 
         checks.output_file(args.report, "--report")

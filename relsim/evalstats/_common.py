@@ -5,6 +5,8 @@ result)."""
 from __future__ import annotations
 
 import numbers
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,20 @@ def is_count(value: Any) -> bool:
 def check_confidence(confidence: float) -> None:
     if not (is_real(confidence) and 0.0 < confidence < 1.0):
         raise invalid("confidence", "in (0, 1)", confidence)
+
+
+#: What a source of trials or verdicts may be, as the messages say.
+SOURCE = "a file path (str or os.PathLike) or a pandas DataFrame"
+
+
+def source_path(source: Any, name: str, allowed: str = SOURCE) -> Path:
+    """``source`` as a :class:`~pathlib.Path`, or the error naming the argument ``name``
+    (``Path(None)`` would be a ``TypeError`` from deep in the reader)."""
+    if isinstance(source, (str, os.PathLike)) and not isinstance(source, bytes):
+        if not os.fspath(source):  # Path("") is the current folder, read as a folder of logs
+            raise invalid(name, "a file or folder name, not empty", source)
+        return Path(source)
+    raise invalid(name, allowed, source)
 
 
 def task_sums(codes: np.ndarray, tasks: int, values: np.ndarray) -> np.ndarray:

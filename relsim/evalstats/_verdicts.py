@@ -14,6 +14,7 @@ got <value>``.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from relsim.errors import invalid, show
-from relsim.evalstats._common import TrialDataError
+from relsim.evalstats._common import TrialDataError, source_path
 from relsim.evalstats._frames import to_float
 from relsim.evalstats.inspect_logs import read_inspect_log
 from relsim.evalstats.readers import INSPECT_HINT, _column_text, _read_file
@@ -61,8 +62,9 @@ def is_inspect_log(source: Any) -> bool:
     """A path that names an Inspect log: a folder, or a ``.eval`` / ``.json`` file."""
     import pandas as pd
 
-    if isinstance(source, pd.DataFrame):
-        return False
+    if (isinstance(source, pd.DataFrame) or not isinstance(source, (str, os.PathLike))
+            or not os.fspath(source)):
+        return False  # not a path (Path("") is the current folder): read_verdicts says so
     path = Path(source)
     return path.is_dir() or path.suffix.lower() in (".eval", ".json")
 
@@ -81,7 +83,7 @@ def read_verdicts(
     import pandas as pd
 
     if not isinstance(source, pd.DataFrame):
-        path = Path(source)
+        path = source_path(source, name)
         if not path.exists() and path.suffix.lower() in ("", ".eval", ".json"):
             raise TrialDataError(
                 f"{path}: file: must exist, got no such file or folder{INSPECT_HINT}"

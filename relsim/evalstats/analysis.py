@@ -379,6 +379,10 @@ def analyze(
     from relsim.evalstats import metrics as metric_tools
 
     seed_sequence, seed_value = check_seed(seed)
+    rates = _texts(rates, "rates", "'NUMERATOR/DENOMINATOR' texts (column names)")
+    infra_categories = _texts(infra_categories, "infra_categories", "texts (category words)")
+    if category is not None and not isinstance(category, str):
+        raise invalid("category", "a column name (text) or None", category)
     frame = load_trials(trials, threshold, scorer, metric)
     if not (is_real(target) and 0.0 < target <= 1.0):
         raise invalid("target", "in (0, 1]", target)
@@ -575,6 +579,20 @@ def _category_column(
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise invalid("category", f"a column of the trials ({', '.join(choices) or 'none'}){hint}",
                   category)
+
+
+def _texts(value: Any, key: str, what: str) -> tuple[str, ...]:
+    """``value``, one text or an iterable of texts, as a tuple; else the error naming ``key``
+    (a number is not iterable, and a text's characters are not its words)."""
+    if isinstance(value, str):
+        return (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise invalid(key, f"one text or an iterable of {what}", value) from None
+    if not all(isinstance(item, str) for item in items):
+        raise invalid(key, f"one text or an iterable of {what}", value)
+    return items
 
 
 def _without_infrastructure(

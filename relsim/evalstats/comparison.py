@@ -186,7 +186,8 @@ def compare(
     import pandas as pd
 
     check_confidence(confidence)
-    frames = [load_trials(source, threshold, scorer, metric) for source in (baseline, candidate)]
+    frames = [load_trials(source, threshold, scorer, metric, name)
+              for source, name in ((baseline, "baseline"), (candidate, "candidate"))]
     tables = [per_task(frame) for frame in frames]
     base, cand = tables
     shared = base.index.intersection(cand.index, sort=False)

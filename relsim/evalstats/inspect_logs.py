@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from relsim.errors import RelsimError, invalid, show
-from relsim.evalstats._common import TrialDataError
+from relsim.evalstats._common import TrialDataError, source_path
 from relsim.evalstats._frames import MAX_FILE_BYTES, check_file, check_trials
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +38,30 @@ __all__ = ["read_inspect_log"]
 _BINARY = {"C": 1.0, "I": 0.0, "N": 0.0}
 _GRADES = {"C": 1.0, "I": 0.0, "N": 0.0, "P": 0.5}
 _USAGE = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def _not_a_log(file: Path, error: Exception) -> str:
+    """What a file Inspect could not read is: for JSON that is not a log (an audit, a list),
+    its shape, rather than pydantic's validation report; for an .eval log that is no zip,
+    that; else Inspect's error, cut short."""
+    if file.suffix.lower() == ".json":
+        import json
+
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as reading:
+            return f"a file that is not JSON ({' '.join(str(reading).split())[:120]})"
+        if not isinstance(data, dict):
+            return f"a JSON {type(data).__name__}, not an object"
+        if "eval" not in data:
+            keys = ", ".join(map(str, list(data)[:8])) or "none"
+            return f"a JSON object without Inspect's 'eval' key (keys {keys})"
+    elif file.suffix.lower() == ".eval":
+        import zipfile
+
+        if not zipfile.is_zipfile(file):
+            return "a file that is not a zip archive (an .eval log is one)"
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:160]}"
 
 
 def read_inspect_log(
@@ -80,6 +104,7 @@ def read_inspect_log(
         ambiguous scorer, or a value that is not a success (see :func:`read_trials` for the
         rest); messages name the log and the sample.
     """
+    path = source_path(source, "source", "a file or folder path (str or os.PathLike)")
     try:
         from inspect_ai.log import read_eval_log
     except ImportError as error:
@@ -88,7 +113,6 @@ def read_inspect_log(
             f"'agent-relsim[inspect]'), got {type(error).__name__}: {error}"
         ) from None
 
-    path = Path(source)
     if path.is_dir():
         files = sorted(
             p for p in path.rglob("*") if p.suffix.lower() in (".eval", ".json") and p.is_file()
@@ -108,8 +132,7 @@ def read_inspect_log(
             log = read_eval_log(str(file))
         except Exception as error:  # Inspect raises many types for a file that is not a log
             raise TrialDataError(
-                f"{file}: log: must be an Inspect eval log, got {type(error).__name__}: "
-                f"{' '.join(str(error).split())[:160]}"
+                f"{file}: log: must be an Inspect eval log, got {_not_a_log(file, error)}"
             ) from None
         logs.append((file, log))
     several = len({log.eval.task for _, log in logs}) > 1

@@ -56,8 +56,7 @@ def paired_power(
     """
     _check_power_inputs(baseline, trials_per_task, alpha, 0.5, difference_sd)
     _check_delta(delta, baseline)
-    if not is_count(tasks) or tasks < MIN_TASKS:
-        raise invalid("tasks", f"an integer >= {MIN_TASKS} (a paired comparison needs two)", tasks)
+    _check_tasks(tasks)
     variance = _difference_variance(baseline, delta, trials_per_task, difference_sd)
     return _t_power(int(tasks), delta, variance, alpha)
 
@@ -228,8 +227,7 @@ def minimum_detectable_effect(
     0.1622
     """
     _check_power_inputs(baseline, trials_per_task, alpha, power, difference_sd)
-    if not is_count(tasks) or tasks < MIN_TASKS:
-        raise invalid("tasks", f"an integer >= {MIN_TASKS} (a paired comparison needs two)", tasks)
+    _check_tasks(tasks)
 
     def enough(delta: float) -> bool:
         variance = _difference_variance(baseline, delta, trials_per_task, difference_sd)
@@ -269,6 +267,16 @@ def _bits(value: float) -> int:
 
 def _float(bits: int) -> float:
     return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
+def _check_tasks(tasks: int) -> None:
+    # the upper bound is tasks_needed's largest answer; past int64 scipy's t quantile fails
+    if not is_count(tasks) or not MIN_TASKS <= tasks <= 10**MAX_TASKS_DIGITS:
+        raise invalid(
+            "tasks",
+            f"an integer in {MIN_TASKS}..10^{MAX_TASKS_DIGITS} (a paired comparison needs two)",
+            tasks,
+        )
 
 
 def _check_delta(delta: float, baseline: float) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from relsim.errors import invalid, show
-from relsim.evalstats._common import TrialDataError
+from relsim.evalstats._common import TrialDataError, source_path
 from relsim.evalstats._frames import (
     MAX_FILE_BYTES,
     MAX_STEPS,
@@ -96,7 +96,7 @@ def read_trials(
         cells = [_column_text(source.iloc[:, i]) for i in range(source.shape[1])]
         lines = np.arange(1, len(source) + 1)
         return check_trials("trials", "row", columns, cells, lines, threshold)
-    path = Path(source)
+    path = source_path(source, "source")
     columns, cells, lines = _read_file(path)
     return check_trials(str(path), "line", columns, cells, lines, threshold)
 
@@ -107,14 +107,16 @@ INSPECT_HINT = " (an Inspect log folder is written by Inspect when it runs an ev
 
 
 def load_trials(
-    source: Any, threshold: float | None, scorer: str | None = None, metric: Any = ()
+    source: Any, threshold: float | None, scorer: str | None = None, metric: Any = (),
+    name: str = "trials",
 ) -> pd.DataFrame:
     """A checked trials frame from any source: a DataFrame (as is, or read), a CSV/JSONL
-    file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory)."""
+    file, or an Inspect eval log (a ``.eval`` or ``.json`` file, or a log directory).
+    ``name`` is the caller's argument, named when ``source`` is none of these."""
     import pandas as pd
 
     if not isinstance(source, pd.DataFrame):
-        path = Path(source)
+        path = source_path(source, name)
         if not path.exists() and path.suffix.lower() in ("", ".eval", ".json"):
             raise TrialDataError(f"{path}: file: must exist, got no such file or folder{INSPECT_HINT}")
         if path.is_dir() or path.suffix.lower() in (".eval", ".json"):
@@ -123,13 +125,16 @@ def load_trials(
         raise invalid("scorer", "given only with an Inspect eval log", scorer)
     if metric:
         raise invalid("metric", "given only with an Inspect eval log", metric)
-    return trials_frame(source, threshold)
+    return trials_frame(path if not isinstance(source, pd.DataFrame) else source, threshold)
 
 
-def trials_frame(source: Any, threshold: float | None) -> pd.DataFrame:
-    """A checked trials frame: ``source`` as read, or already read by :func:`read_trials`."""
+def trials_frame(source: Any, threshold: float | None, name: str = "trials") -> pd.DataFrame:
+    """A checked trials frame: ``source`` as read, or already read by :func:`read_trials`
+    (``name``: the caller's argument, named when ``source`` is no path nor DataFrame)."""
     import pandas as pd
 
+    if not isinstance(source, pd.DataFrame):
+        source = source_path(source, name)
     if (
         isinstance(source, pd.DataFrame)
         and source.attrs.get("relsim_trials")
@@ -195,7 +200,12 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = json.loads(line, object_pairs_hook=_unique_keys)
+                except _RepeatedKey as error:  # json keeps the last silently; a CSV refuses it
+                    raise TrialDataError(
+                        f"{path} line {number}: {error.args[0]}: must be given once in a record, "
+                        "got it twice"
+                    ) from None
                 except json.JSONDecodeError as error:
                     raise TrialDataError(
                         f"{path} line {number}: record: must be a JSON object, "
@@ -223,6 +233,20 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     columns = [str(c) for c in dict.fromkeys(key for record in records for key in record)]
     cells = [np.array([_as_text(r.get(c)) for r in records], dtype=object) for c in columns]
     return columns, cells, np.asarray(lines, dtype=np.int64)
+
+
+class _RepeatedKey(ValueError):
+    """A key given twice in one JSON object (its name in ``args[0]``)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, refusing a key given twice."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _RepeatedKey(key)
+        record[key] = value
+    return record
 
 
 def _not_utf8(path: Path) -> TrialDataError:

@@ -197,7 +197,7 @@ def resources(
     (4, True, 'missed')
     """
     s = as_scenario(scenario)
-    if for_ not in RESOURCES:
+    if not isinstance(for_, str) or for_ not in RESOURCES:  # a list is not hashable
         raise invalid("for_", f"one of {', '.join(RESOURCES)}", for_)
     time = time_model(s)
     if not time.targets:
@@ -205,6 +205,11 @@ def resources(
                           "there is nothing to plan the count for")
     if for_ == "reviewers" and not time.human:
         raise invalid("checkpoints.human", "true to plan reviewers (the pool of a human gate)", False)
+    if all(getattr(s, table) is None for table in ("timing", "fleet", "resources", "infra")):
+        # every count gives the same trials: the least count, 1, was answered as a plan
+        raise RelsimError(f"{for_}: is planned in time, but the scenario has no time table "
+                          "([timing], [fleet], [resources] or [infra]): its trials take no time "
+                          "and share nothing, so no count changes them")
     search = _Search(s, for_, replications, seed)
     unlimited = search.run(None)
     if not unlimited.meets_targets:

@@ -279,10 +279,18 @@ def design_value(s: Scenario, key: str) -> Any:
     return float(per_step[0])
 
 
+def _listed(values: Any, name: str, key: str) -> list[Any]:
+    """``values`` as a list, or the error naming ``name`` (a lone number is not a list)."""
+    try:
+        return list(values)
+    except TypeError:
+        raise invalid(name, f"a list of values of {key}", values) from None
+
+
 def _grid(s: Scenario, key: str, kind: str, values: Iterable[Any] | None, also: Iterable[Any],
           design_value: Any) -> list[Any]:
-    given = None if values is None else list(values)
-    extra: list[Any] = list(also)
+    given = None if values is None else _listed(values, "values", key)
+    extra: list[Any] = _listed(also, "also", key)
     grid: list[Any]
     check: Callable[[Any, str, int, int | None], Any]
     check = _probability_value if kind == "probability" else _count_value

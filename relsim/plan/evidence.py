@@ -134,6 +134,8 @@ def read_audit(audit: Any) -> AuditRates:
         return audit
     data, source = _mapping(audit, "audit")
     where = _Where(source)
+    _kind(data, "audit", "a grader audit (the to_dict() of relsim.evalstats.audit, or its JSON)",
+          ("miss", "false_reject"), where)
     rates = [_rate(data, name, where) for name in ("miss", "false_reject")]
     return AuditRates(miss=rates[0], false_reject=rates[1], source=source)
 
@@ -151,6 +153,8 @@ def read_fit(fit: Any) -> DifficultyFit:
         return fit
     data, source = _mapping(fit, "fit")
     where = _Where(source)
+    _kind(data, "fit", "a task-difficulty fit (the to_dict() of relsim.evalstats.fit_difficulty, "
+          "or its JSON)", ("always", "never", "beta"), where)
     beta = data.get("beta")
     if beta is None:
         beta_weight, alpha, beta_b = 0.0, None, None
@@ -410,9 +414,27 @@ def _check_scenario(scenario: Any) -> None:
         raise invalid("scenario", "a Scenario", type(scenario).__name__)
 
 
+def _article(what: str) -> str:
+    """``an audit``, ``a fit``."""
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
+
+
+def _kind(data: Mapping[str, Any], what: str, kind: str, keys: tuple[str, ...], where: "_Where") -> None:
+    """Refuse a mapping that holds none of ``keys``: another kind of JSON (a fit given as an
+    audit, an audit as a fit), which is better said so than as its first missing key."""
+    if not any(key in data for key in keys):
+        found = ", ".join(map(str, list(data)[:8])) or "none"
+        prefix = f"{where.source}: " if where.source else ""
+        named = f"{', '.join(keys[:-1])} and {keys[-1]}"
+        raise RelsimError(f"{prefix}{what}: must be {kind} with keys {named}, got keys {found}")
+
+
 def _mapping(value: Any, what: str) -> tuple[Mapping[str, Any], str]:
     """The mapping behind ``value`` and the file it came from ('' when none)."""
     if isinstance(value, (str, os.PathLike)):
+        if not os.fspath(value):  # Path("") is the current folder
+            raise invalid(what, f"the name of {_article(what)} JSON file, a mapping or an object "
+                          "with to_dict()", value)
         return _read_json(Path(value), what), str(value)
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict) and not isinstance(value, Mapping):
@@ -430,14 +452,14 @@ def _read_json(path: Path, what: str) -> Mapping[str, Any]:
     except OSError as err:
         raise RelsimError(f"{path}: cannot read: {err.strerror or err}") from None
     if not stat.S_ISREG(mode):
-        raise RelsimError(f"{path}: cannot read: not a regular file (an {what} JSON file)")
+        raise RelsimError(f"{path}: cannot read: not a regular file ({_article(what)} JSON file)")
     try:
         with path.open("rb") as file:
             raw = file.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise RelsimError(f"{path}: cannot read: {err.strerror or err}") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise RelsimError(f"{path}: must be an {what} JSON file of at most "
+        raise RelsimError(f"{path}: must be {_article(what)} JSON file of at most "
                           f"{MAX_FILE_BYTES // 2**20} MiB, got a larger file")
     try:
         data = json.loads(raw.decode("utf-8"))

@@ -111,9 +111,10 @@ def render(
 
 def write(report: Report, path: str | Path) -> Path:
     """Write ``report``'s page to ``path`` (UTF-8) and return the path."""
+    from relsim import checks
     from relsim.errors import RelsimError
 
-    path = Path(path)
+    path = checks.output_file(path, "path")  # "" is no file (Path("") is the current folder)
     try:
         path.write_text(report.html, encoding="utf-8")
     except OSError as error:  # a path the user gave: bad input, not a bug

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from relsim.errors import RelsimError
+from relsim.errors import RelsimError, show
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "read_toml", "toml_text"]
 
@@ -41,6 +41,10 @@ def read_toml(
     """
     import tomllib
 
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise error(f"file: must be the name of a {what} (str or os.PathLike), got {show(path)}")
+    if not os.fspath(path):  # Path("") is the current folder
+        raise error(f"file: must be the name of a {what}, got ''")
     path = Path(path)
     limit = f"must be a {what} of at most {MAX_FILE_BYTES // 2**20} MiB"
     try:

@@ -382,6 +382,18 @@ def _build(cls: type, value: Any, path: str) -> Any:
     return cls(**kwargs)
 
 
+def _entry(cls: type, value: Any, name: str, index: int) -> Any:
+    """Entry ``index`` of the array of tables ``name``; its errors say which entry
+    (``classes[1].weight``: in a mixture of five, ``classes.weight`` does not)."""
+    try:
+        return _build(cls, value, name)
+    except ScenarioError as error:
+        text = str(error)
+        if text.startswith((f"{name}.", f"{name}:")):
+            text = f"{name}[{index}]{text[len(name):]}"
+        raise ScenarioError(text) from None
+
+
 def _and(names: Any) -> str:
     """``a, b and c``."""
     names = list(names)
@@ -391,6 +403,9 @@ def _and(names: Any) -> str:
 def _from_mapping(data: Any) -> Scenario:
     if not isinstance(data, Mapping):
         raise ScenarioError(f"a scenario must be a table of keys, got {show(data)}")
+    if "axes" in data:  # a grid's key: say what the file is, not where "base" belongs
+        raise ScenarioError("axes: unknown key; this is a sweep grid (base and [axes]), not a "
+                            "scenario: run it with relsim.sweep")
     checks.check_keys(data, _TOP_KEYS, "", key_homes(), ScenarioError)
     if "steps" not in data:
         raise ScenarioError("steps: required key is missing")
@@ -406,7 +421,7 @@ def _from_mapping(data: Any) -> Scenario:
             entries = data[name]
             if not isinstance(entries, (list, tuple)) or not entries:
                 raise ScenarioError(f"{name}: must be a non-empty array of tables ([[{name}]]), got {show(entries)}")
-            kwargs[name] = tuple(_build(cls, entry, name) for entry in entries)
+            kwargs[name] = tuple(_entry(cls, entry, name, i) for i, entry in enumerate(entries))
     if "failure_modes" in data and isinstance(data.get("verifier"), Mapping) and "miss" in data["verifier"]:
         raise ScenarioError(
             "verifier.miss: must be left out with [[failure_modes]]: each mode has its own miss"
@@ -421,8 +436,10 @@ def _from_mapping(data: Any) -> Scenario:
 # --------------------------------------------------------------------------------- links
 def _validate(s: Scenario) -> None:
     """Check the scenario's own keys, the types of its tables, and what links them."""
-    if not isinstance(s.name, str):
-        raise ScenarioError(f"name: must be text, got {show(s.name)}")
+    if not isinstance(s.name, str) or not s.name.isprintable():
+        # the name titles every output: a line break or an escape code would be printed raw
+        raise ScenarioError(f"name: must be text of printable characters (no line break or "
+                            f"control character), got {show(s.name)}")
     n = checks.integer(s.steps, "steps", 1, MAX_STEPS, error=_E)
     _set(s, "steps", n)
     if s.p is None:
@@ -436,6 +453,8 @@ def _validate(s: Scenario) -> None:
         value = getattr(s, name)
         if value is not None and not isinstance(value, cls):
             raise ScenarioError(f"{name}: must be a {cls.__name__}, got {show(value)}")
+    if s.cost is None:  # the one table that is always there (Cost(): 1 an attempt, else 0)
+        raise ScenarioError("cost: must be a Cost (leave it out for Cost(), 1 an attempt), got None")
     for name, cls in ARRAY_TABLES.items():
         entries = getattr(s, name)
         if isinstance(entries, list):
@@ -505,18 +524,19 @@ def _check_design_links(s: Scenario, n: int) -> None:
     e = s.escalation
     if len(s.classes) > MAX_CLASSES:
         raise ScenarioError(f"classes: must have at most {MAX_CLASSES} classes, got {len(s.classes)}")
-    for c in s.classes:
-        length(c.p, "classes.p")
+    for i, c in enumerate(s.classes):
+        length(c.p, f"classes[{i}].p")
         if c.escalation_p is not None:
             if e is None:
-                raise ScenarioError("classes.escalation_p: is the p of a ladder's rungs, but there is no [escalation]")
+                raise ScenarioError(f"classes[{i}].escalation_p: is the p of a ladder's rungs, but there "
+                                    "is no [escalation]")
             if len(c.escalation_p) != e.rungs:
                 raise ScenarioError(
-                    f"classes.escalation_p: must have one entry per rung ({e.rungs}, as escalation.after), "
-                    f"got {len(c.escalation_p)}"
+                    f"classes[{i}].escalation_p: must have one entry per rung ({e.rungs}, as "
+                    f"escalation.after), got {len(c.escalation_p)}"
                 )
             for k, value in enumerate(c.escalation_p):
-                length(value, f"classes.escalation_p[{k}]")
+                length(value, f"classes[{i}].escalation_p[{k}]")
     if e is not None:
         if s.retries is None:
             raise ScenarioError("escalation: a ladder serves retries, but there is no [retries]")
@@ -590,6 +610,13 @@ def _check_time_links(s: Scenario) -> None:
             _check_backoff(t.backoff, s.retries)
     if r is not None and r.verifier_calls_llm and s.verifier is None:
         raise ScenarioError("resources.verifier_calls_llm: true, but there is no [verifier]")
+    # a resource nothing uses would be silently ignored (as timing.checkpoint with a human gate)
+    if r is not None and r.reviewers is not None and not human:
+        raise ScenarioError("resources.reviewers: is the pool of a human gate, but no check is one "
+                            "(set checkpoints.human = true, or leave it out)")
+    if r is not None and r.tokens is not None and r.tpm is None:
+        raise ScenarioError("resources.tokens: is what an LLM call takes from the tpm bucket, but "
+                            "resources.tpm is not set (set it, or leave tokens out)")
     if human:
         if r is None or r.reviewers is None:
             raise ScenarioError("checkpoints.human: true needs resources.reviewers (the reviewer pool)")

@@ -209,7 +209,7 @@ class Grid:
     @classmethod
     def from_toml(cls, path: str | Path) -> "Grid":
         """Read a grid file; ``base = "file.toml"`` is read relative to the grid file."""
-        if not isinstance(path, (str, os.PathLike)):
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):  # Path("") is "."
             raise invalid("path", "a grid file name", path)
         path = Path(path)
         data = read_toml(path, "grid file")
@@ -487,6 +487,10 @@ class Grid:
 def _from_mapping(cls: type, data: Mapping[str, Any], source: str | None, base_dir: Path) -> Grid:
     if not isinstance(data, Mapping):
         raise RelsimError(f"a grid must be a table of keys, got {show(data)}")
+    if "axes" not in data and "steps" in data:  # a scenario: say so, not that 'name' is unknown
+        raise RelsimError("axes: required key is missing: this is a scenario, not a sweep grid; "
+                          "a grid names one (base = \"scenario.toml\", or a [base] table) and "
+                          "gives the values to sweep in [axes]")
     for key in data:
         if key not in _GRID_KEYS:
             close = difflib.get_close_matches(str(key), _GRID_KEYS, n=1, cutoff=0.6)

@@ -206,8 +206,9 @@ def simulate_timeline(
         threads = check_int(threads, "threads", low=1)
     root, seed_value = check_seed(seed)
     # a workload runs at least MIN_REPLICATIONS replications of its fleet.tasks
-    _check_work(scenario, count * (replications or MIN_REPLICATIONS) if time.workload else count,
-                record)
+    least = replications or MIN_REPLICATIONS  # the replications a workload runs at least
+    _check_work(scenario, count * least if time.workload else count, record,
+                (time.tasks, least) if time.workload else None)
     trial = trial_model(scenario)
     model = build_model(trial, time)
     events: list[tuple] = []
@@ -303,8 +304,10 @@ def _event_frame(events: list[tuple]) -> Any:
     return frame
 
 
-def _check_work(scenario: Scenario, trials: int, record: int) -> None:
-    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``."""
+def _check_work(scenario: Scenario, trials: int, record: int,
+                workload: tuple[int, int] | None = None) -> None:
+    """Refuse, before anything is allocated, a run estimated over ``relsim.limits``; a workload
+    (``(tasks, replications)``) is told the replications that fit, or else the tasks that do."""
     estimate = work_estimate(scenario, trials, record)
     limit = memory_limit()
     if record and estimate.memory > limit:
@@ -313,7 +316,16 @@ def _check_work(scenario: Scenario, trials: int, record: int) -> None:
         estimate.check("record", f"record at most about {int(record * share * 0.9):,} trials")
     share = min(1.0, time_limit() / estimate.seconds if estimate.seconds > 0 else 1.0,
                 limit / estimate.memory)
-    estimate.check("trials", f"run at most about {max(1, int(trials * share * 0.9)):,} trials")
+    fitting = max(1, int(trials * share * 0.9))
+    tasks, runs = workload or (1, 0)
+    if workload is None:
+        estimate.check("trials", f"run at most about {fitting:,} trials")
+    elif fitting // tasks >= min(runs, MIN_REPLICATIONS):
+        estimate.check("replications", f"run at most about {fitting // tasks:,} replications "
+                       f"of fleet.tasks = {tasks:,}")
+    else:
+        estimate.check("fleet.tasks", f"{runs} replications of at most about "
+                       f"{max(1, fitting // runs):,} tasks fit")
 
 
 # ------------------------------------------------------------------------------ the run
