@@ -276,6 +276,12 @@ def test_a_changed_base_file_is_refused_but_comments_do_not_count(tmp_path):
          "axes.verifier.mis: unknown scenario key; did you mean 'verifier.miss'?"),
         ({"base": BASE, "axes": {"retries.per_stop": [1]}},
          "did you mean 'retries.per_step'?"),
+        # nothing near: the keys of the table named (the top level when none is)
+        ({"base": BASE, "axes": {"q": [1]}},
+         "axes.q: unknown scenario key; allowed keys here: checkpoints, classes, correlation,"),
+        ({"base": BASE, "axes": {"verifier.x": [0.1]}},
+         "axes.verifier.x: unknown scenario key; allowed keys here: verifier.false_reject, "
+         "verifier.miss"),
         ({"base": BASE, "axis": {"p": [0.9]}}, "axis: unknown key; did you mean 'axes'?"),
         ({"base": BASE, "mode": "zip", "axes": {"p": [0.8, 0.9], "steps": [1, 2, 3]}},
          "axes: zip mode needs axes of one length, got p: 2, steps: 3"),

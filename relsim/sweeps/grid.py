@@ -120,6 +120,36 @@ def _field_types(cls: type, f: dataclasses.Field) -> tuple[Any, ...]:
     return (hint,)
 
 
+def _hint(key: str, known: set[str] | frozenset[str]) -> str:
+    """What to say after an unknown axis key: the nearest key of the table it names (the
+    nearest key as deep as it when that table is unknown too), else that table's keys.
+
+    Examples
+    --------
+    >>> known = {"p", "steps", "retries", "retries.per_step", "retries.total"}
+    >>> _hint("retries.per_stp", known)
+    "; did you mean 'retries.per_step'?"
+    >>> _hint("retires.per_step", known)
+    "; did you mean 'retries.per_step'?"
+    >>> _hint("q", known)
+    '; allowed keys here: p, retries, steps'
+    >>> _hint("retries.xyz", known)
+    '; allowed keys here: retries.per_step, retries.total'
+    """
+    parent, _, last = key.rpartition(".")
+    if parent and parent not in known:  # the table is unknown too: the whole key
+        depth = key.count(".")
+        close = difflib.get_close_matches(key, [k for k in known if k.count(".") == depth], n=1)
+        return f"; did you mean '{close[0]}'?" if close else ""
+    prefix = f"{parent}." if parent else ""
+    here = sorted(k for k in known if k.startswith(prefix) and "." not in k[len(prefix):])
+    # the last part alone: a shared table name would make every key of the table look close
+    close = difflib.get_close_matches(last, [k[len(prefix):] for k in here], n=1)
+    if close:
+        return f"; did you mean '{prefix}{close[0]}'?"
+    return f"; allowed keys here: {', '.join(here)}"
+
+
 @dataclass(frozen=True)
 class Grid:
     """A sweep's grid: the base scenario, the axes, the mode and the method.
@@ -460,9 +490,7 @@ class Grid:
             keys = _keys(name)
             for key in keys:
                 if key not in known:
-                    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-                    hint = f"; did you mean '{close[0]}'?" if close else ""
-                    raise RelsimError(f"axes.{key}: unknown scenario key{hint}")
+                    raise RelsimError(f"axes.{key}: unknown scenario key{_hint(key, known)}")
             if not isinstance(values, (list, tuple)) or not values:
                 raise invalid(f"axes.{name}", "a non-empty list of values", list(values))
             if len(keys) > 1:
