@@ -376,6 +376,20 @@ def test_power_mde_json_and_infeasible(capsys):
     assert code == 3 and "no gain" in out
 
 
+def test_power_not_above_alpha_warns_that_any_gain_counts(capsys):
+    # the two-sided test rejects with chance alpha at D = 0, so at power <= alpha the least
+    # gain is the least positive float and the fewest tasks (2) suffice: said, not hidden
+    code, out, err = run(capsys, "power", "--tasks", "3", "--baseline", "0.5", "--alpha", "0.999")
+    assert code == 0 and "4.941e-324" in out
+    assert "--power 0.8 is not above --alpha 0.999" in err and "any gain counts" in err
+    code, out, err = run(capsys, "power", "--delta", "0.1", "--baseline", "0.5", "--alpha", "0.9",
+                         "--power", "0.5")
+    assert code == 0 and out.startswith("2 tasks") and "not above --alpha 0.9" in err
+    # negative control: the usual settings warn of nothing
+    code, out, err = run(capsys, "power", "--tasks", "3", "--baseline", "0.5")
+    assert code in (0, 3) and "warning" not in err
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [

@@ -705,6 +705,11 @@ def run_power(args: argparse.Namespace) -> int:
         "power": args.power,
         "difference_sd": args.difference_sd,
     }
+    if args.power <= args.alpha:
+        # a two-sided test rejects with chance alpha even when nothing differs: every gain,
+        # however small, and the fewest tasks already have that power
+        _warn([f"--power {args.power:g} is not above --alpha {args.alpha:g}: the test rejects "
+               "that often with no difference at all, so any gain counts as detected"])
     if args.delta is not None:
         tasks = evalstats.tasks_needed(args.delta, args.baseline, **common)
         achieved = evalstats.paired_power(
