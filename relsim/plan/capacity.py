@@ -204,7 +204,8 @@ def resources(
         raise RelsimError("targets: the scenario sets none ([targets] or a top-level target): "
                           "there is nothing to plan the count for")
     if for_ == "reviewers" and not time.human:
-        raise invalid("checkpoints.human", "true to plan reviewers (the pool of a human gate)", False)
+        raise RelsimError("checkpoints.human: must be true to plan reviewers (the pool of a human "
+                          "gate), but the scenario has no human gate")
     if all(getattr(s, table) is None for table in ("timing", "fleet", "resources", "infra")):
         # every count gives the same trials: the least count, 1, was answered as a plan
         raise RelsimError(f"{for_}: is planned in time, but the scenario has no time table "
