@@ -104,6 +104,17 @@ def test_a_file_that_is_not_an_audit_is_one_line(tmp_path):
             evidence.read_audit(path)
     with pytest.raises(RelsimError, match="cannot read"):
         evidence.read_audit(tmp_path / "missing.json")
+    # a key given twice (json would keep the last value silently), at any depth
+    text = json.dumps(AUDIT)
+    path.write_text(text, encoding="utf-8")
+    assert evidence.read_audit(path).miss == evidence.read_audit(AUDIT).miss  # control
+    top = text.replace("{", '{"labels": 3, ', 1)
+    inner = text.replace('"miss": {', '"miss": {"a": 1, "a": 2, ', 1)
+    for twice in (top, inner):
+        assert twice != text
+        path.write_text(twice, encoding="utf-8")
+        with pytest.raises(RelsimError, match=f"^{path}: (labels|a): must be given once"):
+            evidence.read_audit(path)
     with pytest.raises(RelsimError, match="^audit: must be a path"):
         evidence.read_audit(3)
 
