@@ -39,7 +39,7 @@ import typing
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from relsim.errors import RelsimError, invalid, show
 from relsim import checks
@@ -120,7 +120,7 @@ def _field_types(cls: type, f: dataclasses.Field) -> tuple[Any, ...]:
     return (hint,)
 
 
-def _hint(key: str, known: set[str] | frozenset[str]) -> str:
+def _hint(key: str, known: Collection[str]) -> str:
     """What to say after an unknown axis key: the nearest key of the table it names (the
     nearest key as deep as it when that table is unknown too), else that table's keys.
 
