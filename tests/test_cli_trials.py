@@ -483,3 +483,17 @@ def test_analyze_says_when_target_has_no_plan_to_set(capsys):
     assert code == 0 and "--target" not in err and "0.5" in out  # a steps column: the plan's
     code, _, err = run(capsys, "analyze", str(root / "exercise1.csv"))
     assert code == 0 and err == ""
+
+
+def test_task_ids_and_categories_with_control_characters_print_escaped(capsys, tmp_path):
+    # a task id or category that would recolour the terminal (or break a table's line) is
+    # shown as its escapes; the JSON keeps the text as read
+    path = tmp_path / "trials.csv"
+    path.write_text('task,trial,success,category\n"a\x1b[31mX",1,1,\nb,1,0,"line\nbreak"\n'
+                    '"a\x1b[31mX",2,0,"c\x1b[0m"\nb,2,1,\n', encoding="utf-8")
+    code, out, _ = run(capsys, "analyze", str(path), "--per-task")
+    assert code == 0 and "\x1b" not in out
+    assert "a\\x1b[31mX" in out and "c\\x1b[0m" in out and "line\\nbreak" in out
+    assert "\nb " in out  # control: a plain id is printed as it is
+    code, out, _ = run(capsys, "analyze", str(path), "--json")
+    assert "a\x1b[31mX" in json.loads(out)["categories"]["c\x1b[0m"]["tasks"]

@@ -164,6 +164,22 @@ def _power_text(high: int) -> str:
 PENDING_WARNINGS: list[str] = []
 
 
+def safe_text(text: Any) -> str:
+    r"""``text`` as a terminal shows it safely: characters that are not printable (a line
+    break, an escape that recolours the terminal) as their backslash escapes. Task ids,
+    categories and column names come from the user's files.
+
+    Examples
+    --------
+    >>> print(safe_text("task-1"), safe_text("a\x1b[31mb"), safe_text("caf\u00e9\n"))
+    task-1 a\x1b[31mb café\n
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def warn(message: str) -> None:
     """A ``relsim: warning: ...`` line for stderr, printed when the command has succeeded: a
     command that then fails prints its error line alone."""

@@ -21,6 +21,7 @@ from relsim.cli._args import (
     positive_int,
     print_json,
     probability,
+    safe_text,
     target,
 )
 from relsim.errors import RelsimError
@@ -514,15 +515,15 @@ def run_analyze(args: argparse.Namespace) -> int:
                 f"  {_value(row['pass_at_k'][k]):>8}" for k in ks if k != "1"
             ) + "".join(f"  {_value(row['pass_hat_k'][k]):>8}" for k in ks if k != "1")
             print(
-                f"{row['task'][:16]:<16} {row['trials']:>6} {row['successes']:>5} "
+                f"{safe_text(row['task'])[:16]:<16} {row['trials']:>6} {row['successes']:>5} "
                 f"{row['p']:>7.3f}{cells}"
             )
     if out["metrics"]:
         print(f"\n{'metric':<16} {'per trial':>10}  {'95% CI':<22} {'per success':>11}  95% CI")
         for name, value in out["metrics"].items():
             print(
-                f"{name[:16]:<16} {_number(value['mean']):>10}  {_range(value['ci']):<22} "
-                f"{_number(value['mean_success']):>11}  {_range(value['ci_success'])}"
+                f"{safe_text(name)[:16]:<16} {_number(value['mean']):>10}  "
+                f"{_range(value['ci']):<22} {_number(value['mean_success']):>11}  {_range(value['ci_success'])}"
             )
     for name, value in out["rates"].items():
         print(f"rate {name:<11} {_number(value['estimate']):>10}  {_range(value['ci'])}")
@@ -538,9 +539,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     if "categories" in out:
         print(f"\n{'failure category':<20} {'count':>5} {'share':>7}  {'95% CI':<18}  tasks")
         for name, value in out["categories"].items():
-            tasks = ", ".join(value["tasks"][:6]) + (", ..." if len(value["tasks"]) > 6 else "")
+            tasks = ", ".join(map(safe_text, value["tasks"][:6]))
+            tasks += ", ..." if len(value["tasks"]) > 6 else ""
             print(
-                f"{name[:20]:<20} {value['count']:>5} {value['share']:>7.3f}  "
+                f"{safe_text(name)[:20]:<20} {value['count']:>5} {value['share']:>7.3f}  "
                 f"{_interval(*value['ci']):<18}  {tasks}"
             )
     if "infrastructure" in out:
@@ -552,7 +554,7 @@ def run_analyze(args: argparse.Namespace) -> int:
             f"{_interval(*infra['success']['ci'])} over {infra['tasks']} tasks"
         )
     if out["ignored_columns"]:
-        print(f"ignored (not numeric): {', '.join(out['ignored_columns'])}")
+        print(f"ignored (not numeric): {', '.join(map(safe_text, out['ignored_columns']))}")
     if "errors" in out:
         print(f"errored samples (not counted as failures): {out['errors']['count']}")
     if "audit" in out:
@@ -672,8 +674,9 @@ def run_compare(args: argparse.Namespace) -> int:
     )
     for name, value in out["quantities"].items():
         print(
-            f"{name[:18]:<18} {_number(value['baseline']):>9} {_number(value['candidate']):>9} "
-            f"{_number(value['difference']):>10}  {_range(value['ci']):<22} "
+            f"{safe_text(name)[:18]:<18} {_number(value['baseline']):>9} "
+            f"{_number(value['candidate']):>9} {_number(value['difference']):>10}  "
+            f"{_range(value['ci']):<22} "
             f"{_number(value['p_value'], 3):>8} {_number(value['p_holm'], 3):>9}"
         )
     print(
