@@ -17,7 +17,8 @@ Two shapes of the same checks:
 :func:`output_file` checks a path to write before any work is done.
 
 Both take ``error``, the ``RelsimError`` subclass to raise (scenario keys raise
-``ScenarioError``). :func:`check_keys` refuses unknown keys with a "did you mean".
+``ScenarioError``). :func:`check_keys` refuses unknown keys with a "did you mean";
+:func:`unique_keys` refuses a JSON key given twice.
 
 Standard library and numpy only: this module is at the bottom of the house, beside
 ``relsim.errors`` (the closed forms use it without loading the scenario).
@@ -243,6 +244,33 @@ def check_keys(
         else:
             hint = f"; allowed keys here: {', '.join(allowed)}"
         raise error(f"{name}: unknown key{hint}")
+
+
+class RepeatedKey(ValueError):
+    """A key given twice in one JSON object (its name in ``args[0]``): see `unique_keys`."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, refusing a key given twice: ``json.loads(text,
+    object_pairs_hook=unique_keys)`` raises `RepeatedKey` where json would keep the last value
+    silently.
+
+    Examples
+    --------
+    >>> import json
+    >>> json.loads('{"a": 1, "b": {"c": 2}}', object_pairs_hook=unique_keys)
+    {'a': 1, 'b': {'c': 2}}
+    >>> json.loads('{"a": 1, "a": 2}', object_pairs_hook=unique_keys)
+    Traceback (most recent call last):
+    ...
+    relsim.checks.RepeatedKey: a
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise RepeatedKey(key)
+        out[key] = value
+    return out
 
 
 def output_file(value: Any, key: str, *, make_folders: bool = False, error: Error = RelsimError) -> Path:

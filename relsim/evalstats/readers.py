@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from relsim import checks
 from relsim.errors import invalid, show
 from relsim.evalstats._common import TrialDataError, source_path
 from relsim.evalstats._frames import (
@@ -200,8 +201,8 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line, object_pairs_hook=_unique_keys)
-                except _RepeatedKey as error:  # json keeps the last silently; a CSV refuses it
+                    record = json.loads(line, object_pairs_hook=checks.unique_keys)
+                except checks.RepeatedKey as error:  # json keeps the last silently; a CSV refuses it
                     raise TrialDataError(
                         f"{path} line {number}: {error.args[0]}: must be given once in a record, "
                         "got it twice"
@@ -233,20 +234,6 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     columns = [str(c) for c in dict.fromkeys(key for record in records for key in record)]
     cells = [np.array([_as_text(r.get(c)) for r in records], dtype=object) for c in columns]
     return columns, cells, np.asarray(lines, dtype=np.int64)
-
-
-class _RepeatedKey(ValueError):
-    """A key given twice in one JSON object (its name in ``args[0]``)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict, refusing a key given twice."""
-    record: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in record:
-            raise _RepeatedKey(key)
-        record[key] = value
-    return record
 
 
 def _not_utf8(path: Path) -> TrialDataError:

@@ -462,8 +462,8 @@ def _read_json(path: Path, what: str) -> Mapping[str, Any]:
         raise RelsimError(f"{path}: must be {_article(what)} JSON file of at most "
                           f"{MAX_FILE_BYTES // 2**20} MiB, got a larger file")
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
-    except _RepeatedKey as err:  # json keeps the last value silently
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=checks.unique_keys)
+    except checks.RepeatedKey as err:  # json keeps the last value silently
         raise RelsimError(f"{path}: {err.args[0]}: must be given once in an object, "
                           "got it twice") from None
     except UnicodeDecodeError as err:
@@ -474,17 +474,3 @@ def _read_json(path: Path, what: str) -> Mapping[str, Any]:
         raise RelsimError(f"{path}: must be a JSON object (what 'relsim {what}' prints as "
                           f"JSON), got {type(data).__name__}")
     return data
-
-
-class _RepeatedKey(Exception):
-    """A key given twice in one JSON object (its name in ``args[0]``)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict, refusing a key given twice."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _RepeatedKey(key)
-        out[key] = value
-    return out
