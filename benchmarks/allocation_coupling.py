@@ -80,9 +80,10 @@ def coupled_value(tables, columns, lam):
     return (result.fun if result.x is not None else None), m
 
 
-def main() -> None:
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.2f}")
+def the_case():
+    """The 200-step case planned: its tables, the planner's answer, that answer's cost per
+    success and success, the per-node bound, ``lam = 0.99 x`` the answer and the per-node
+    bound's value there (costs in the tables' units); printed with the time it took."""
     scenario = scenarios_200()["200 steps + task/step sd 0.3"]
     start = time.perf_counter()
     tables = _markov.build(scenario)
@@ -93,9 +94,17 @@ def main() -> None:
     bound, _ = lower_bound(relaxation, GOAL, "cost_per_success", incumbent)
     lam = 0.99 * incumbent
     per_node, _ = relaxation.solve(lam).root()
+    print(f"answer {incumbent:.3f} per success (success {success:.9f}, cost units), per-node "
+          f"bound {bound:.3f} ({(incumbent - bound) / incumbent:.2%}); "
+          f"{time.perf_counter() - start:.1f} s")
+    return tables, answer, incumbent, success, bound, lam, per_node
+
+
+def main() -> None:
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.2f}")
+    tables, answer, _, _, _, lam, per_node = the_case()
     node_cost, node_success = node_outcomes(tables, answer)
-    print(f"answer {incumbent:.3f} per success (cost units), per-node bound {bound:.3f} "
-          f"({(incumbent - bound) / incumbent:.2%}); {time.perf_counter() - start:.1f} s")
     print(f"at lam = 0.99 x answer: the answer {tables.weights @ (node_cost - lam * node_success):.3f}, "
           f"the per-node bound {per_node:.3f}; a dual that states 1% needs >= 0\n")
     print("| family | allocations | mixture value |")

@@ -58,11 +58,9 @@ from numba import njit, prange
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
-from planner_speed import scenarios_200
-from relsim.plan import _markov
-from relsim.plan._relax import Relaxation, lower_bound
+from allocation_coupling import GOAL, the_case
+from relsim.plan._relax import Relaxation
 
-GOAL = 0.5  # the scenario's target
 FLOOR = 1e-8  # the least positive mass on the grid (below it: a chord to M = 0)
 
 
@@ -498,18 +496,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}")
-    scenario = scenarios_200()["200 steps + task/step sd 0.3"]
-    start = time.perf_counter()
-    tables = _markov.build(scenario)
-    answer, _ = _markov.solve(scenario, GOAL, "cost_per_success")
-    cost, success = tables.outcome(answer)
-    incumbent = cost / success
-    relaxation = Relaxation(tables)
-    bound, _ = lower_bound(relaxation, GOAL, "cost_per_success", incumbent)
-    lam = 0.99 * incumbent
-    per_node = relaxation.solve(lam).root()[0]
-    print(f"answer {incumbent:.3f} per success (success {success:.9f}), per-node bound {bound:.3f} "
-          f"({(incumbent - bound) / incumbent:.2%}); {time.perf_counter() - start:.1f} s")
+    tables, answer, incumbent, _, _, lam, per_node = the_case()
     n, width1, z = tables.steps, tables.width + 1, tables.weights.size
     w = tables.weights
 
