@@ -199,6 +199,33 @@ def test_allocation_minimises_cost_per_success_and_says_why(tmp_path, capsys):
     assert "why: " in text and "wastes the work of every step before it" in text
 
 
+TWELVE = """\
+steps = 12
+p = [0.7, 0.9, 0.8, 0.95, 0.75, 0.85, 0.9, 0.7, 0.8, 0.9, 0.75, 0.85]
+target = 0.5
+
+[verifier]
+miss = 0.01
+false_reject = 0.1
+
+[correlation]
+{effect} = 0.8
+"""
+
+
+@pytest.mark.parametrize("effect, said", [("task_sd", True), ("step_sd", False)])
+def test_a_bound_with_a_task_effect_says_what_its_gap_holds(tmp_path, capsys, effect, said):
+    # past 8 steps with random effects the answer comes with the relaxation's bound; with a
+    # task effect that relaxation lets each budget know the task's difficulty, which the
+    # output says (with a step effect alone the bound is tight, and nothing is added)
+    path = tmp_path / "twelve.toml"
+    path.write_text(TWELVE.format(effect=effect), encoding="utf-8")
+    assert main(["solve", str(path), "--for", "allocation"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "answer                         a heuristic within " in text
+    assert ("know the task's difficulty, which no allocation can" in text) is said
+
+
 def test_objective_belongs_to_allocation(tmp_path, capsys):
     path = tmp_path / "three.toml"
     path.write_text(THREE, encoding="utf-8")

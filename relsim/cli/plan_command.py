@@ -224,6 +224,13 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
                 f"  {'answer':<30} a heuristic within {gap:.6g} of the optimum "
                 f"(lower bound {details['lower_bound']:.6f}{weak})"
             )
+            correlation = getattr(design, "correlation", None)
+            if not weak and correlation is not None and correlation.task_sd > 0:
+                # the bound's relaxation picks budgets knowing each task's difficulty: with a
+                # task effect its gap holds that knowledge's worth, not only the answer's
+                lines.append(f"  {'':<30} (the bound lets each budget know the task's "
+                             "difficulty, which no allocation can: part of the gap is that "
+                             "knowledge's worth)")
         if details.get("why"):
             lines.append(f"  why: {as_flags(details['why'])}")
     if not result.feasible and result.reason:
