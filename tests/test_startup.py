@@ -6,6 +6,7 @@ fresh interpreter (the test process itself has imported everything by now).
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +51,22 @@ def test_the_check_would_see_a_heavy_import():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "scipy" in out.stdout
+
+
+def test_a_timeline_workload_takes_its_t_quantiles_from_scipy_special():
+    # scipy.stats costs a timeline run about 45 MB and half a second to import, for the
+    # replications' t intervals and section 9's growth test alone: scipy.special has the same
+    # quantile (stdtrit, which scipy.stats.t.ppf calls); the negative control is the probe above
+    code = (
+        "import sys\n"
+        "from dataclasses import replace\n"
+        "import relsim\n"
+        "s = relsim.Scenario.from_toml('scenarios/support_reviewers.toml')\n"
+        "out = relsim.simulate_timeline(replace(s, fleet=replace(s.fleet, tasks=200)),\n"
+        "                               replications=3, seed=1)\n"
+        "low, high = out.intervals['throughput_per_hour']\n"
+        "print(low < out.throughput_per_hour < high, 'scipy.stats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split() == ["True", "False"]
