@@ -120,9 +120,26 @@ def test_verified_step_tends_to_the_ceiling(p, miss, false_reject):
         # the gap is exactly ceiling * q**(r+1)
         gap = ceiling - F.verified_step(p, r, miss, false_reject).success
         assert math.isclose(gap, ceiling * q ** (r + 1), rel_tol=1e-9, abs_tol=1e-15)
+    # enough retries that the gap, ceiling * q**(r+1), is below 1e-14 of the ceiling (a fixed
+    # 100,000 is not: at p = 1/64, false_reject = 63/64, q = 0.99976 and the gap is 2.5e-11)
+    enough = 0 if q == 0.0 else math.ceil(math.log(1e-14) / math.log(q))
     assert math.isclose(
-        F.verified_step(p, 100_000, miss, false_reject).success, ceiling, rel_tol=1e-13
+        F.verified_step(p, enough, miss, false_reject).success, ceiling, rel_tol=1e-13
     )
+
+
+def test_verified_step_reaches_the_ceiling_only_with_enough_retries():
+    # the corner hypothesis found: 100,000 retries leave a gap of 2.5e-11, and the law's
+    # budget closes it (the closed form, by hand: q = p f + (1 - p)(1 - m))
+    p, miss, false_reject = 0.015625, 0.0, 0.984375
+    ceiling = F.verified_ceiling(p, miss, false_reject)
+    q = p * false_reject + (1 - p) * (1 - miss)
+    short = F.verified_step(p, 100_000, miss, false_reject).success
+    assert math.isclose(ceiling - short, ceiling * q**100_001, rel_tol=1e-6)
+    assert not math.isclose(short, ceiling, rel_tol=1e-13)
+    enough = math.ceil(math.log(1e-14) / math.log(q))
+    assert math.isclose(F.verified_step(p, enough, miss, false_reject).success, ceiling,
+                        rel_tol=1e-13)
 
 
 # ------------------------------------------------------------------------- identities
