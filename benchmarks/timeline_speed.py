@@ -114,6 +114,18 @@ def replay_plans(events) -> list[tuple[float, list]]:
     return plans
 
 
+def _replay(env, trial, plans, start: float) -> tuple[int, float]:
+    """Start ``trial`` for every plan and step ``env`` to the end: (events, seconds since
+    ``start``)."""
+    for arrival, actions in plans:
+        env.process(trial(arrival, actions))
+    count = 0
+    while env.peek() != math.inf:
+        env.step()
+        count += 1
+    return count, time.perf_counter() - start
+
+
 def bare(plans, capacities: dict[str, int]) -> tuple[int, float]:
     """The same timeouts and requests as plain simpy processes on ``simpy.Resource``;
     (events, seconds)."""
@@ -141,13 +153,7 @@ def bare(plans, capacities: dict[str, int]) -> tuple[int, float]:
                     yield request
                     yield env.timeout(action[2])
 
-    for arrival, actions in plans:
-        env.process(trial(arrival, actions))
-    count = 0
-    while env.peek() != math.inf:
-        env.step()
-        count += 1
-    return count, time.perf_counter() - start
+    return _replay(env, trial, plans, start)
 
 
 def bare_slots(plans, capacities: dict[str, int]) -> tuple[int, float]:
@@ -183,13 +189,7 @@ def bare_slots(plans, capacities: dict[str, int]) -> tuple[int, float]:
                 yield env.timeout(action[2])
                 pool.give()
 
-    for arrival, actions in plans:
-        env.process(trial(arrival, actions))
-    count = 0
-    while env.peek() != math.inf:
-        env.step()
-        count += 1
-    return count, time.perf_counter() - start
+    return _replay(env, trial, plans, start)
 
 
 def peak_rss_mb(trials: int, scenario: dict) -> tuple[float, float]:
