@@ -19,12 +19,12 @@ warm run) for:
    a vote of 3 over 2 wrong answers, two failure modes and faults under 0.5 s), without and
    with checkpoints and random effects.
 
-``--issue22`` measures issue 22's goal (the target in 0.1 s): the numpy pass and the compiled
-pass (relsim.exact._compiled) on the target, alternating in the same process for N rounds
-(medians of R calls each), then, each in a fresh process, the first ``evaluate`` of growing
-scenarios on either pass and on the automatic choice, around the threshold
-(``relsim.exact._chain.LOAD_ESTIMATE``) at which loading numba pays. Every other table runs
-the numpy pass (the engine the earlier figures measured).
+``--issue22`` measures issue 22's goal (the target in 0.1 s): the numpy pass, the compiled
+pass as numba's JIT (relsim.exact._compiled) and as built ahead of time at install
+(relsim.exact._aot), on the target, alternating in the same process for N rounds (medians of R
+calls each), then, each in a fresh process, the first ``evaluate`` of growing scenarios on the
+numpy pass, the JIT and the automatic choice (the ahead-of-time pass where it is built). Every
+other table runs the numpy pass (the engine the earlier figures measured).
 
 Times depend on the machine and on what else runs on it; the figures in benchmarks/README.md
 say where they were measured.
@@ -45,7 +45,10 @@ import subprocess
 import sys
 
 from relsim import Scenario, formulas
-from relsim.exact import DEFAULT_TOL, _chain, _evaluate, work_estimate
+from relsim.exact import DEFAULT_TOL, _aot, _chain, _evaluate, work_estimate
+
+
+_AOT = _aot.forward_pass  # the build made ahead of time, as installed
 
 
 def _best(fn, repeat: int) -> float:
@@ -106,7 +109,7 @@ def main() -> None:
     if args.issue22:
         _issue22(repeat, args.rounds)
         return
-    _chain.COMPILED = False  # the tables below measure the numpy pass
+    _use("numpy")  # the tables below measure the numpy pass
     if args.section8:
         _section8(repeat)
         return
@@ -201,69 +204,93 @@ def main() -> None:
     _section8(repeat)
 
 
+#: The passes `_issue22` compares: numpy; numba's JIT (the ahead-of-time build hidden); the
+#: build made ahead of time at install (relsim.exact._aot).
+PASSES = ("numpy", "jit", "ahead of time")
+
+
+def _use(pass_: str) -> None:
+    """Make ``evaluate`` run ``pass_`` (one of PASSES) in this process."""
+    _chain.COMPILED = pass_ != "numpy"
+    _aot.forward_pass = _AOT if pass_ == "ahead of time" else (lambda: None)
+
+
 def _issue22(repeat: int, rounds: int) -> None:
-    """The target on both passes, alternating; then first calls in fresh processes."""
+    """The target on the three passes, alternating; then first calls in fresh processes."""
     print(f"issue 22: the exact engine's passes, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}")
+    if _AOT() is None:
+        print("  the ahead-of-time pass is not built here (see docs/development.md)")
+        return
     s = Scenario.from_dict(_target())
     values = {}
-    for compiled in (False, True):  # the first compiled call loads (or compiles) the kernel
-        _chain.COMPILED = compiled
-        values[compiled] = _evaluate(s, DEFAULT_TOL)[0]
-    difference = np.abs(values[True] - values[False]).max()
-    print(f"  target: largest difference between the passes {difference:.1e}")
-    times: dict[bool, list[float]] = {False: [], True: []}
-    cpu: dict[bool, list[float]] = {False: [], True: []}
+    for pass_ in PASSES:  # the first jit call loads (or compiles) the kernel
+        _use(pass_)
+        values[pass_] = _evaluate(s, DEFAULT_TOL)[0]
+    for pass_ in PASSES[1:]:
+        difference = np.abs(values[pass_] - values["numpy"]).max()
+        print(f"  target: largest difference, {pass_} against numpy: {difference:.1e}")
+    times: dict[str, list[float]] = {pass_: [] for pass_ in PASSES}
+    cpu: dict[str, list[float]] = {pass_: [] for pass_ in PASSES}
     for round_ in range(rounds):
-        for compiled in (False, True) if round_ % 2 == 0 else (True, False):
-            _chain.COMPILED = compiled
+        for pass_ in PASSES if round_ % 2 == 0 else PASSES[::-1]:
+            _use(pass_)
             walls, cpus = [], []
             for _ in range(repeat):
                 start, start_cpu = time.perf_counter(), time.process_time()
                 _evaluate(s, DEFAULT_TOL)
                 walls.append(time.perf_counter() - start)
                 cpus.append(time.process_time() - start_cpu)
-            times[compiled].append(statistics.median(walls))
-            cpu[compiled].append(statistics.median(cpus))
-    for compiled, label in ((False, "numpy pass"), (True, "compiled pass")):
-        print(f"  {label:14} rounds (ms): "
-              + " ".join(f"{1e3 * t:6.1f}" for t in times[compiled])
-              + f"   median {1e3 * statistics.median(times[compiled]):6.1f} ms wall, "
-              f"{1e3 * statistics.median(cpu[compiled]):6.1f} ms CPU")
-    ratio = statistics.median(times[True]) / statistics.median(times[False])
-    print(f"  compiled / numpy: {ratio:.2f}; load average now {os.getloadavg()[0]:.2f}")
+            times[pass_].append(statistics.median(walls))
+            cpu[pass_].append(statistics.median(cpus))
+    for pass_ in PASSES:
+        print(f"  {pass_:14} rounds (ms): "
+              + " ".join(f"{1e3 * t:6.1f}" for t in times[pass_])
+              + f"   median {1e3 * statistics.median(times[pass_]):6.1f} ms wall, "
+              f"{1e3 * statistics.median(cpu[pass_]):6.1f} ms CPU")
+    for pass_ in PASSES[1:]:
+        ratio = statistics.median(times[pass_]) / statistics.median(times["numpy"])
+        print(f"  {pass_} / numpy: {ratio:.2f}")
+    print(f"  load average now {os.getloadavg()[0]:.2f}")
 
     print()
-    print("  first evaluate in a fresh process (wall, ms; import relsim before the clock)")
-    print(f"  {'steps':>6} {'estimate s':>10} {'numpy':>8} {'compiled':>9} {'auto':>8}  auto takes")
-    for steps in (200, 1000, 1400, 2000, 2800):
-        data = _target(steps=steps)
+    print("  first evaluate in a fresh process (wall, ms; import relsim before the clock; the")
+    print("  median of 3 processes each); 'auto' is what evaluate chooses, with numba loaded or not")
+    print(f"  {'steps':>6} {'estimate s':>10} {'numpy':>8} {'jit':>8} {'auto':>8}  numba loaded by auto")
+    for steps in (25, 200, 1000, 2800):
+        data = _target(steps=steps, every=5 if steps == 25 else 10)
         estimate = work_estimate(data).seconds
         row = {}
-        for mode in ("False", "True", "None"):
-            row[mode] = _fresh(data, mode)
-        took = "compiled" if estimate >= _chain.LOAD_ESTIMATE else "numpy"
-        print(f"  {steps:6d} {estimate:10.2f} {1e3 * row['False']:8.0f} {1e3 * row['True']:9.0f} "
-              f"{1e3 * row['None']:8.0f}  {took}")
+        for mode in ("numpy", "jit", "auto"):
+            runs = [_fresh(data, mode) for _ in range(3)]
+            row[mode] = statistics.median(seconds for seconds, _ in runs)
+            loaded = runs[0][1]
+        print(f"  {steps:6d} {estimate:10.2f} {1e3 * row['numpy']:8.0f} {1e3 * row['jit']:8.0f} "
+              f"{1e3 * row['auto']:8.0f}  {loaded}")
 
 
 _FRESH = """
 import json, sys, time
 import relsim
-from relsim.exact import _chain, evaluate
-_chain.COMPILED = {mode}
+from relsim.exact import _aot, _chain, evaluate
+mode = {mode!r}
+if mode != "auto":
+    _chain.COMPILED = mode == "jit"
+    _aot.forward_pass = lambda: None
 data = json.loads(sys.argv[1])
 start = time.perf_counter()
 evaluate(data)
-print(time.perf_counter() - start)
+print(time.perf_counter() - start, "numba" in sys.modules)
 """
 
 
-def _fresh(data: dict, mode: str) -> float:
-    """Seconds of the first ``evaluate`` in a new process, with ``COMPILED = mode``."""
+def _fresh(data: dict, mode: str) -> tuple[float, bool]:
+    """Seconds of the first ``evaluate`` in a new process (``mode``: numpy, jit or auto), and
+    whether it imported numba."""
     out = subprocess.run([sys.executable, "-c", _FRESH.format(mode=mode), json.dumps(data)],
                          check=True, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    seconds, loaded = out.stdout.strip().splitlines()[-1].split()
+    return float(seconds), loaded == "True"
 
 
 #: Section 8's tables, each as it is added to a 25-step scenario (`_section8`).

@@ -38,10 +38,11 @@ reports infra failures and silent failures by mode. A scenario without those tab
 ``_chain``'s pass exactly as before.
 
 The package: ``_chain`` holds the forward pass and the step kernels, ``_compiled`` the same
-section 3 pass as one numba loop (taken when the numpy pass would take long enough to pay for
-loading numba, or it is loaded already; the two agree to rounding), ``_design`` their section
-8 forms, ``_work`` the estimate of their time and memory; all read the compiled
-``relsim.scenario.TrialModel``.
+section 3 pass as one numba loop, ``_aot`` its build made ahead of time at install (taken
+whenever it is installed and runs on this CPU; else numba's form is taken when the numpy pass
+would take long enough to pay for loading numba, or it is loaded already; they agree to
+rounding), ``_design`` their section 8 forms, ``_work`` the estimate of their time and memory;
+all read the compiled ``relsim.scenario.TrialModel``.
 """
 
 from __future__ import annotations
@@ -171,8 +172,9 @@ def _evaluate(
     """
     check_tol(tol)
     trial = trial_model(scenario)
-    # Section 3's pass runs compiled when the numpy one would take long enough to pay for
-    # loading numba (or it is loaded already); section 8's pass is numpy alone.
+    # Section 3's pass runs compiled where its build made at install runs, or when the numpy
+    # one would take long enough to pay for loading numba (or it is loaded already);
+    # section 8's pass is numpy alone.
     if seconds is None:
         seconds = model_estimate(trial, tol).seconds
     compiled = use_compiled(seconds)

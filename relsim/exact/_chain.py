@@ -499,9 +499,10 @@ def _pass_checkpoint(model: ChainModel, rows: np.ndarray) -> tuple[np.ndarray, n
 
 # ------------------------------------------------------------------- the compiled pass
 #: Estimated seconds of the numpy pass (``_work``'s estimate, about 2-3 times the time
-#: measured) from which loading the compiled pass pays: numba's import and the first load of
-#: its cached machine code cost 1-1.3 s at a process start, and the compiled pass takes about
-#: 0.28x the numpy one's time. Measured in fresh processes on the 2-core machine (2026-12-01,
+#: measured) from which loading numba's compiled pass pays, where the one built ahead of time
+#: (`relsim.exact._aot`) is missing: numba's import and the first load of its cached machine
+#: code cost 1-1.3 s at a process start, and the compiled pass takes about 0.28x the numpy
+#: one's time. Measured in fresh processes on the 2-core machine (2026-12-01,
 #: benchmarks/README.md, "Exact engine, issue 22"): the two first calls break even at an
 #: estimate of about 4 s (2.19 s numpy against 2.21 s compiled); at 3 s numpy is quicker
 #: (1.46 against 1.58 s), at 6 s the compiled pass (2.72 against 2.42 s).
@@ -515,21 +516,35 @@ COMPILED: bool | None = None
 def use_compiled(estimate: float) -> bool:
     """Whether a pass whose numpy form is estimated at ``estimate`` seconds runs compiled.
 
-    It does once the compiled pass is loaded in this process (a later load is free), or when
-    the estimate is at least `LOAD_ESTIMATE`; else numba's load would cost more than it saves.
-    The two passes agree to rounding (1e-12 held by the tests), so the choice changes only the
-    last bits of a result.
+    It does when the pass built ahead of time is installed and runs on this CPU (it costs
+    nothing to load), or numba's is loaded in this process already (a later load is free), or
+    the estimate is at least `LOAD_ESTIMATE`; else numba's load would cost more than it
+    saves. The passes agree to rounding (1e-12 held by the tests), so the choice changes only
+    the last bits of a result.
     """
     if COMPILED is not None:
         return COMPILED
-    return "relsim.exact._compiled" in sys.modules or estimate >= LOAD_ESTIMATE
+    from relsim.exact import _aot  # standard library only
+
+    return (
+        _aot.forward_pass() is not None
+        or "relsim.exact._compiled" in sys.modules
+        or estimate >= LOAD_ESTIMATE
+    )
 
 
 def _compiled_pass(
     model: ChainModel, kernels: dict[tuple, _Kernel], seg_start: np.ndarray, n_z: int
 ) -> np.ndarray:
-    """`conditional_values` by ``_compiled.forward_pass``, from the kernels built here."""
-    from relsim.exact._compiled import forward_pass  # numba: only for a pass that pays
+    """`conditional_values` by ``_compiled.forward_pass``, from the kernels built here: the
+    build made ahead of time where there is one, else numba's."""
+    from relsim.exact import _aot
+
+    forward_pass = _aot.forward_pass()
+    if forward_pass is None:
+        from relsim.exact import _compiled  # numba: only for a pass that pays
+
+        forward_pass = _compiled.forward_pass
 
     n = model.trial.steps
     c = model.n_conf
