@@ -38,7 +38,7 @@ from relsim.plan.binding import no_verifier_plan
 from relsim.plan.budgets import retries
 from relsim.plan.search import least_budget
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["allocation"]
 
@@ -151,6 +151,7 @@ def allocation(
     >>> plan.value, plan.details["optimal"]
     ((1, 21, 4), True)
     """
+    scenario = as_scenario(scenario)
     if objective not in OBJECTIVES:
         raise invalid("objective", f"one of {', '.join(OBJECTIVES)}", objective)
     if isinstance(scenario, Scenario) and scenario.escalation is not None:

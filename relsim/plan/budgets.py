@@ -28,7 +28,7 @@ from relsim.plan._common import (
 from relsim.results import Outcome
 from relsim.plan.binding import diagnose, no_verifier_plan
 from relsim.plan.search import least_budget, least_reaching
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["retries", "total"]
 
@@ -84,6 +84,7 @@ def retries(
     >>> plan.value, round(plan.expected_utility, 6)
     (1, 0.472381)
     """
+    scenario = as_scenario(scenario)
     if objectives.check_objective("retries", objective) == "utility":
         return _budget_utility("retries", scenario, target, with_per_step)
     goal = goal_of(scenario, target, "retries")
@@ -113,6 +114,7 @@ def total(
     >>> plan.value, round(plan.success, 6)
     (6, 0.969437)
     """
+    scenario = as_scenario(scenario)
     if objectives.check_objective("total", objective) == "utility":
         return _budget_utility("total", scenario, target, with_total)
     goal = goal_of(scenario, target, "total")

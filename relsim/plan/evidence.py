@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from relsim import checks
 from relsim.errors import RelsimError, invalid, show
-from relsim.scenario import Scenario, Verifier
+from relsim.scenario import Scenario, Verifier, as_scenario
 from relsim.scenario.design_tables import TaskClass
 
 __all__ = [
@@ -222,7 +222,7 @@ def with_audit(scenario: Scenario, audit: Any, at: str = "upper") -> Scenario:
     >>> with_audit(s, audit).verifier
     Verifier(miss=0.21, false_reject=0.08)
     """
-    _check_scenario(scenario)
+    scenario = as_scenario(scenario)
     rates = read_audit(audit)
     refuse_failure_modes(scenario, rates)
     miss, false_reject = verifier_at(rates, at)
@@ -254,7 +254,7 @@ def with_fit(scenario: Scenario, fit: Any) -> Scenario:
     >>> [(c.weight, c.p) for c in with_fit(s, fit).classes]
     [(0.5, 1.0), (0.5, 0.0)]
     """
-    _check_scenario(scenario)
+    scenario = as_scenario(scenario)
     fitted = read_fit(fit)
     check_one_step(scenario, fitted)
     return replace(scenario, classes=classes_from_fit(fitted.point))
@@ -407,11 +407,6 @@ def _given(value: Any) -> Any:
 
 def _from(source: str) -> str:
     return f" ({source})" if source else ""
-
-
-def _check_scenario(scenario: Any) -> None:
-    if not isinstance(scenario, Scenario):
-        raise invalid("scenario", "a Scenario", type(scenario).__name__)
 
 
 def _article(what: str) -> str:

@@ -23,7 +23,7 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["escalation"]
 
@@ -95,6 +95,7 @@ def escalation(
     >>> plan.value, round(plan.success, 6), round(plan.cost_per_success, 4)
     ((2,), 0.9988, 1.3451)
     """
+    scenario = as_scenario(scenario)
     chosen = objectives.check_objective("escalation", objective) or "cost_per_success"
     use_utility = chosen == "utility"
     if isinstance(scenario, Scenario) and scenario.escalation is None:

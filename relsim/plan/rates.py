@@ -19,7 +19,7 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.plan.search import boundary
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["p", "verifier"]
 
@@ -53,6 +53,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(plan.value, 6), plan.feasible  # solves (0.9 S_3)**25 = 0.95, q = 0.1 (1-m)
     (0.017645, True)
     """
+    scenario = as_scenario(scenario)
     goal = goal_of(scenario, target, "verifier")
     if scenario.failure_modes:
         raise RelsimError(
@@ -93,6 +94,7 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(p(s, 0.9).value, 6)  # 0.9 ** (1/20): no verifier, success is p ** steps
     0.994746
     """
+    scenario = as_scenario(scenario)
     goal = goal_of(scenario, target, "p")
     if scenario.classes:
         raise RelsimError(

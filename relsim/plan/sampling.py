@@ -19,7 +19,7 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 from relsim.scenario.design_tables import MAX_SAMPLES
 
 __all__ = ["samples"]
@@ -57,6 +57,7 @@ def samples(
     >>> samples(s, 0.9).value  # P(Binomial(9, 0.7) >= 5) = 0.901191
     9
     """
+    scenario = as_scenario(scenario)
     use_utility = objectives.check_objective("samples", objective) == "utility"
     if isinstance(scenario, Scenario) and scenario.sampling is None:
         raise RelsimError(

@@ -19,7 +19,7 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["checkpoints"]
 
@@ -57,6 +57,7 @@ def checkpoints(
     >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
     10
     """
+    scenario = as_scenario(scenario)
     use_utility = objectives.check_objective("checkpoints", objective) == "utility"
     if use_utility:
         goal = objectives.utility_target(scenario, target, "checkpoints")

@@ -1,0 +1,75 @@
+"""The Python API as a notebook or eval-harness author meets it: mappings where a scenario is
+expected, numpy scalars where numbers are, and results that stay plain Python.
+
+Each test here failed before the fix it holds (the audit of the API, angle: notebooks)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import relsim
+from relsim import formulas
+
+LESSON = {"steps": 25, "p": 0.9, "target": 0.95, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}}
+
+
+# ------------------------------------------------------------- planners take a mapping, as engines do
+def _planner_cases():
+    """(planner, scenario mapping, keyword arguments): one for each planner of a scenario."""
+    audit = {"miss": {"estimate": 0.05, "ci": [0.01, 0.14], "effective": 60},
+             "false_reject": {"estimate": 0.03, "ci": [0.01, 0.07], "effective": 140}}
+    one_step = {"steps": 1, "p": 0.7, "verifier": {"miss": 0.1}}
+    return [
+        ("retries", LESSON, {}),
+        ("total", LESSON, {}),
+        ("allocation", {"steps": 3, "p": [0.9, 0.5, 0.8], "verifier": {}}, {"target": 0.95}),
+        ("verifier", {**LESSON, "retries": {"per_step": 3}}, {}),
+        ("p", {"steps": 20, "p": 0.9}, {"target": 0.9}),
+        ("checkpoints", {"steps": 20, "p": 0.98, "checkpoints": {"every": 1, "final": True,
+                         "rollbacks": 4}, "cost": {"checkpoint": 2.0}}, {"target": 0.9}),
+        ("samples", {"steps": 1, "p": 0.7, "sampling": {"n": 1}}, {"target": 0.9}),
+        ("escalation", {"steps": 3, "p": 0.6, "verifier": {}, "retries": {"per_step": 3},
+                        "cost": {"attempt": 0.2}, "escalation": {"after": [1], "p": [0.95],
+                        "attempt_cost": [1.0]}}, {"target": 0.995}),
+        ("retries_with_confidence", one_step, {"target": 0.95, "audit": audit, "worlds": 20}),
+    ]
+
+
+@pytest.mark.parametrize("name, mapping, kwargs", _planner_cases(), ids=lambda c: c if isinstance(c, str) else "")
+def test_every_planner_takes_a_mapping_as_the_engines_do(name, mapping, kwargs):
+    planner = getattr(relsim.plan, name)
+    from_mapping = planner(mapping, **kwargs)
+    from_scenario = planner(relsim.Scenario.from_dict(mapping), **kwargs)  # the control
+    assert from_mapping.to_dict() == from_scenario.to_dict()
+    assert from_mapping.scenario == from_scenario.scenario  # the design planned
+
+
+def test_solve_and_the_evidence_helpers_take_a_mapping():
+    assert relsim.plan.solve(LESSON, "retries").value == 2  # 0.9 S_2 = 0.999 per step
+    audit = {"miss": {"estimate": 0.12, "ci": [0.06, 0.21], "effective": 60},
+             "false_reject": {"estimate": 0.03, "ci": [0.01, 0.08], "effective": 140}}
+    one_step = {"steps": 1, "p": 0.7, "verifier": {"miss": 0.0}}
+    assert relsim.plan.with_audit(one_step, audit).verifier == relsim.Verifier(0.21, 0.08)
+    fit = {"always": 0.5, "never": 0.5, "beta": None}
+    assert [(c.weight, c.p) for c in relsim.plan.with_fit(one_step, fit).classes] == [(0.5, 1.0), (0.5, 0.0)]
+    worlds = relsim.plan.plausible_worlds(one_step, audit=audit, worlds=3)
+    assert len(worlds) == 3 and all(isinstance(w, relsim.Scenario) for w in worlds)
+
+
+def test_a_planner_still_refuses_what_is_no_scenario():
+    with pytest.raises(relsim.RelsimError, match="scenario: must be"):
+        relsim.plan.retries([25, 0.9], target=0.95)
+
+
+# ------------------------------------------------------------- numpy numbers where numbers are
+def test_the_report_takes_numpy_numbers_as_the_engines_do():
+    design = {"steps": 5, "p": 0.9}
+    plain = relsim.report.render(design, target=0.5, trials=200, seed=3)
+    from_numpy = relsim.report.render(design, target=np.float64(0.5), trials=np.int64(200), seed=np.int64(3))
+    assert from_numpy.to_dict() == plain.to_dict()
+    assert relsim.report.render(design, target=np.float32(0.5), trials=np.uint8(0)).meets_target
+    for bad in ({"trials": 2.0}, {"trials": -1}, {"seed": True}, {"target": 1.5}, {"target": np.bool_(True)}):
+        with pytest.raises(relsim.RelsimError, match=f"{next(iter(bad))}: must be"):
+            relsim.report.render(design, **bad)
