@@ -73,3 +73,15 @@ def test_the_report_takes_numpy_numbers_as_the_engines_do():
     for bad in ({"trials": 2.0}, {"trials": -1}, {"seed": True}, {"target": 1.5}, {"target": np.bool_(True)}):
         with pytest.raises(relsim.RelsimError, match=f"{next(iter(bad))}: must be"):
             relsim.report.render(design, **bad)
+
+
+def test_plan_chain_holds_python_numbers_and_refuses_arrays_naming_the_argument():
+    plain = relsim.plan.plan_chain(25, 0.95, 0.9, miss=0.01)
+    from_numpy = relsim.plan.plan_chain(np.int64(25), np.float64(0.95), np.float32(0.9), miss=np.array(0.01))
+    assert repr(from_numpy).count("np.") == 0 and "array" not in repr(from_numpy)
+    assert [type(getattr(from_numpy, k)) for k in ("steps", "target", "p", "miss")] == [int, float, float, float]
+    assert plain.retries == from_numpy.retries == 3  # a S_2 = 0.9 (1 + q + q^2), q = 0.099: 0.997921 < 0.95**(1/25) = 0.997950
+    for name, args in (("p", (25, 0.95, [0.9, 0.8])), ("steps", ([25, 10], 0.95, 0.9)),
+                       ("target", (25, np.array([0.95]), 0.9))):
+        with pytest.raises(relsim.RelsimError, match=f"^{name}: must be one number, got"):
+            relsim.plan.plan_chain(*args)

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from relsim import formulas
 from relsim.plan import diagnosis
 from relsim.results import jsonable, one_row
@@ -144,7 +146,17 @@ def plan_chain(
     >>> plan.feasible, round(plan.step_ceiling, 6), round(plan.ceiling, 6)
     (False, 0.989011, 0.758626)
     """
-    retries = formulas.min_retries(p, steps, target, miss, false_reject)
+    from relsim.errors import invalid
+
+    given = {"steps": steps, "target": target, "p": p, "miss": miss, "false_reject": false_reject}
+    for name, value in given.items():
+        if not np.isscalar(value) and getattr(value, "ndim", None) != 0:
+            # one chain (formulas.min_retries plans arrays of them)
+            raise invalid(name, "one number", value)
+    retries = formulas.min_retries(p, steps, target, miss, false_reject)  # checks the ranges
+    # the plan holds Python numbers, whatever numpy scalars it was given
+    steps, target, p = int(steps), float(target), float(p)
+    miss, false_reject = float(miss), float(false_reject)
     step_ceiling = float(formulas.verified_ceiling(p, miss, false_reject))
     first = formulas.verified_step(p, 0, miss, false_reject)
     accepted = first.success + first.silent_failure
