@@ -85,3 +85,17 @@ def test_plan_chain_holds_python_numbers_and_refuses_arrays_naming_the_argument(
                        ("target", (25, np.array([0.95]), 0.9))):
         with pytest.raises(relsim.RelsimError, match=f"^{name}: must be one number, got"):
             relsim.plan.plan_chain(*args)
+
+
+# ------------------------------------------------------------- formulas: plain Python out, documented
+def test_meets_target_gives_a_python_bool_for_numpy_numbers():
+    for log_success, target, met in ((np.log(0.96), 0.95, True), (np.float32(np.log(0.9)), np.float64(0.95), False)):
+        answer = formulas.meets_target(log_success, target)
+        assert type(answer) is bool and answer is met  # 0.96 >= 0.95; 0.9 < 0.95
+
+
+@pytest.mark.parametrize("name", [n for n in formulas.__all__ if n[0].islower()])
+def test_every_formula_documents_its_parameters_returns_formula_and_an_example(name):
+    doc = getattr(formulas, name).__doc__
+    for section in ("Parameters\n    ----------", "Returns\n    -------", "Examples\n    --------", ".. math::"):
+        assert section in doc, f"{name}: no {section.splitlines()[0]}"
