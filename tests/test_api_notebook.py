@@ -99,3 +99,59 @@ def test_every_formula_documents_its_parameters_returns_formula_and_an_example(n
     doc = getattr(formulas, name).__doc__
     for section in ("Parameters\n    ----------", "Returns\n    -------", "Examples\n    --------", ".. math::"):
         assert section in doc, f"{name}: no {section.splitlines()[0]}"
+
+
+# ------------------------------------------------------------- every public name is on an API page
+def _api_directives() -> list[tuple[str, list[str] | None]]:
+    """Each ``::: target`` of docs/api/*.md and the members it renders (None: all of them)."""
+    import re
+    from pathlib import Path
+
+    out = []
+    for page in sorted((Path(__file__).resolve().parents[1] / "docs" / "api").glob("*.md")):
+        for block in re.split(r"^::: ", page.read_text(encoding="utf-8"), flags=re.M)[1:]:
+            target, *lines = block.splitlines()
+            options = "\n".join(line for line in lines if line.startswith("    "))
+            found = re.search(r"members:\s*(.*)", options)
+            if found is None:
+                members = None
+            elif found.group(1).strip() == "false":
+                members = []
+            elif found.group(1).strip().startswith("["):
+                members = [m.strip() for m in found.group(1).strip()[1:-1].split(",")]
+            else:
+                members = re.findall(r"^\s+- (\w+)$", options, re.M)
+            out.append((target.strip(), members))
+    return out
+
+
+def _rendered() -> set[int]:
+    """The ids of every object the API pages render."""
+    import importlib
+
+    shown = set()
+    for target, members in _api_directives():
+        try:
+            module = importlib.import_module(target)
+        except ImportError:  # a function or class: module.name
+            parent, _, name = target.rpartition(".")
+            shown.add(id(getattr(importlib.import_module(parent), name)))
+            continue
+        names = getattr(module, "__all__", []) if members is None else members
+        shown.update(id(getattr(module, name)) for name in names)
+    return shown
+
+
+@pytest.mark.parametrize("package", ["relsim.formulas", "relsim.plan", "relsim.evalstats", "relsim.plot",
+                                     "relsim.report", "relsim.report.eval", "relsim.sweeps", "relsim.scenario",
+                                     "relsim.errors", "relsim.results", "relsim.exact", "relsim.montecarlo",
+                                     "relsim.timeline"])
+def test_every_public_function_and_class_is_on_an_api_page(package):
+    import importlib
+    import inspect
+
+    module = importlib.import_module(package)
+    assert hasattr(module, "__all__"), f"{package} has no __all__"
+    shown = _rendered()
+    public = [n for n in module.__all__ if inspect.isclass(getattr(module, n)) or inspect.isfunction(getattr(module, n))]
+    assert [n for n in public if id(getattr(module, n)) not in shown] == []
