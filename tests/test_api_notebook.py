@@ -155,3 +155,15 @@ def test_every_public_function_and_class_is_on_an_api_page(package):
     shown = _rendered()
     public = [n for n in module.__all__ if inspect.isclass(getattr(module, n)) or inspect.isfunction(getattr(module, n))]
     assert [n for n in public if id(getattr(module, n)) not in shown] == []
+
+
+def test_the_compiled_models_take_a_mapping_as_the_engines_do():
+    mapping = {"steps": 3, "p": 0.9, "verifier": {"miss": 0.1}, "retries": {"per_step": 1}}
+    design = relsim.Scenario.from_dict(mapping)
+    from_mapping, from_scenario = relsim.scenario.trial_model(mapping), relsim.scenario.trial_model(design)
+    assert from_mapping.miss.tolist() == from_scenario.miss.tolist() == [0.1, 0.1, 0.1]
+    assert relsim.scenario.trial_model(design) is from_scenario  # still cached
+    timed = {**mapping, "timing": {"attempt": 8}}
+    assert relsim.scenario.time_model(timed) is relsim.scenario.time_model(relsim.Scenario.from_dict(timed))
+    with pytest.raises(relsim.RelsimError, match="scenario: must be"):
+        relsim.scenario.trial_model("scenario.toml")
