@@ -167,3 +167,15 @@ def test_the_compiled_models_take_a_mapping_as_the_engines_do():
     assert relsim.scenario.time_model(timed) is relsim.scenario.time_model(relsim.Scenario.from_dict(timed))
     with pytest.raises(relsim.RelsimError, match="scenario: must be"):
         relsim.scenario.trial_model("scenario.toml")
+
+
+def test_a_sweep_axis_may_be_a_range_or_a_pandas_series_as_it_may_be_an_array():
+    import pandas as pd
+
+    base = {"steps": 25, "p": 0.9, "verifier": {"miss": 0.05}, "retries": {"per_step": 1}}
+    listed = relsim.sweep({"base": base, "axes": {"retries.per_step": [0, 1, 2], "p": [0.9, 0.95]}})
+    for budgets, ps in ((range(3), pd.Series([0.9, 0.95])), (np.arange(3), pd.Index([0.9, 0.95]))):
+        frame = relsim.sweep({"base": base, "axes": {"retries.per_step": budgets, "p": ps}})
+        pd.testing.assert_frame_equal(frame, listed)
+    with pytest.raises(relsim.RelsimError, match="axes.p: must be a non-empty list of values"):
+        relsim.sweep({"base": base, "axes": {"p": 0.9}})
