@@ -179,3 +179,14 @@ def test_a_sweep_axis_may_be_a_range_or_a_pandas_series_as_it_may_be_an_array():
         pd.testing.assert_frame_equal(frame, listed)
     with pytest.raises(relsim.RelsimError, match="axes.p: must be a non-empty list of values"):
         relsim.sweep({"base": base, "axes": {"p": 0.9}})
+
+
+def test_a_workloads_replication_values_are_python_floats():
+    workload = {"steps": 2, "p": 0.9, "timing": {"attempt": 5.0},
+                "fleet": {"arrivals": "poisson", "rate_per_hour": 60.0, "tasks": 50}}
+    outcome = relsim.simulate_timeline(workload, replications=2, seed=1)
+    kinds = {type(v) for column in outcome.replication_values.values() for v in column}
+    assert kinds <= {float, type(None)} and float in kinds
+    assert "np." not in repr(outcome.replication_values)
+    success = outcome.replication_values["success"]
+    assert outcome.success == pytest.approx(sum(success) / len(success), rel=1e-12)  # the mean of the runs
