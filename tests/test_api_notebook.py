@@ -190,3 +190,12 @@ def test_a_workloads_replication_values_are_python_floats():
     assert "np." not in repr(outcome.replication_values)
     success = outcome.replication_values["success"]
     assert outcome.success == pytest.approx(sum(success) / len(success), rel=1e-12)  # the mean of the runs
+
+
+@pytest.mark.parametrize("name", ["retries", "total", "allocation", "verifier", "p", "checkpoints",
+                                  "samples", "escalation", "solve", "plan_chain"])
+def test_every_planner_documents_its_parameters_and_what_it_returns(name):
+    doc = getattr(relsim.plan, name).__doc__
+    for section in ("Parameters\n    ----------\n    scenario : Scenario or mapping" if name != "plan_chain"
+                    else "Parameters\n    ----------", "Returns\n    -------", "Examples\n    --------"):
+        assert section in doc, f"{name}: no {section.splitlines()[0]}"

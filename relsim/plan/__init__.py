@@ -147,6 +147,23 @@ def solve(
     planner's default) as :data:`relsim.plan.objective.OBJECTIVES` allows for ``for_``
     (``verifier`` and ``p`` take none).
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from.
+    for_ : str
+        What to plan: one of :data:`QUANTITIES` (``"retries"``, ``"total"``, ...), the
+        planner of that name (``relsim solve --for``).
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        As the planner takes it (None: its default).
+
+    Returns
+    -------
+    Plan
+        What the planner ``for_`` returns.
+
     Examples
     --------
     >>> from relsim.scenario import Scenario

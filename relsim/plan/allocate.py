@@ -135,6 +135,25 @@ def allocation(
     given the others until a sweep changes nothing (a heuristic: utility need not be
     concave). Among equals (within ``1e-12``) the least total budget is taken.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, default 'cost_per_success'
+        The per-step budgets of least cost per success that meet the target; or one of
+        ``"cost_per_success"``, ``"expected_cost"``, ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is one budget per step (a tuple of int), with the planned design's exact
+        outcome, whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     Per trial, the 0.99 step needs no retry (brute force agrees):

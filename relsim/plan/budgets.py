@@ -61,6 +61,24 @@ def retries(
     from the floor above, until a budget and its double agree within ``1e-12``) is judged
     exactly, and the least of the best (ties within ``1e-12``) is the answer.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the least per-step budget that meets the target; or ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the per-step budget (an int), with the planned design's exact outcome,
+        whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     The lesson's exercise (25 steps, ``p = 0.9``, target 0.95): two retries with a perfect
@@ -106,6 +124,24 @@ def total(
     steps and no per-step cap,
 
     .. math:: \text{success}(B) = a^n \sum_{j=0}^{B} \binom{n-1+j}{j} q^j.
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the least task-wide budget that meets the target; or ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the task-wide budget (an int), with the planned design's exact outcome,
+        whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
 
     Examples
     --------

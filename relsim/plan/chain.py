@@ -134,6 +134,24 @@ def plan_chain(
     :math:`q > 0` (only unlimited retries reach it). Bad arguments raise
     :class:`relsim.errors.RelsimError` naming the argument (from :mod:`relsim.formulas`).
 
+    Parameters
+    ----------
+    steps : int
+        Number of identical steps, an integer >= 1.
+    target : float
+        End-to-end success wanted, in (0, 1].
+    p : float
+        Per-attempt success of every step, in [0, 1].
+    miss, false_reject : float, default 0
+        The verifier, as in :func:`relsim.formulas.verified_step`.
+
+    Returns
+    -------
+    ChainPlan
+        The least budget (``retries``; None when none reaches the target) and its
+        ``success``, the ceilings, ``max_miss`` and ``min_p``, and the ``reason`` when
+        infeasible; each a Python number (the keys of ``relsim solve --json``).
+
     Examples
     --------
     The lesson's exercise (docs/model.md section 2): 25 steps at 95% with ``p = 0.9`` need two

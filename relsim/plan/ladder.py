@@ -82,6 +82,24 @@ def escalation(
     is infeasible with the best success as the ceiling and, as the nearest design, the ladder
     of least cost per success within ``1e-6`` of it.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the ladder of least cost per success that meets the target; or one of
+        ``"cost_per_success"``, ``"utility"`` (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the ladder's ``after`` (a tuple of int), with the planned design's exact
+        outcome, whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     A cheap model (p 0.6, cost 0.2) first, a strong one (p 0.95, cost 1) once it has been

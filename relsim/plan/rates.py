@@ -45,6 +45,21 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     when no grid point reaches the target, a bounded Brent search around the best one
     finds the peak between grid points (the ceiling, or a feasible ``miss`` after all).
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+
+    Returns
+    -------
+    Plan
+        ``value`` is the largest ``miss`` (a float; the largest ``false_reject`` in
+        ``details``), with the planned design's exact outcome, whether it meets the target
+        (``feasible``) and, when not, the ``ceiling``, the ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
@@ -87,6 +102,21 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     :math:`T^{1/n}`; with a perfect one and ``r`` retries,
     :math:`1 - (1 - T^{1/n})^{1/(r+1)}`. With ``[[classes]]`` (each class its own ``p``)
     there is no one ``p`` to plan: refused.
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+
+    Returns
+    -------
+    Plan
+        ``value`` is the least per-attempt success (a float), with the planned design's exact
+        outcome, whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
 
     Examples
     --------

@@ -51,6 +51,24 @@ def samples(
     For a binary vote (``wrong_answers = 1``) with no verifier on one step, success is
     :math:`\sum_c w_c P(\text{Binomial}(n, p_c) > n/2)` plus half the tie at even ``n``.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the least number of samples that meets the target; or ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the number of samples ``sampling.n`` (an int), with the planned design's
+        exact outcome, whether it meets the target (``feasible``) and, when not, the
+        ``ceiling``, the ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 1, "p": 0.7, "sampling": {"n": 1}})

@@ -50,6 +50,24 @@ def checkpoints(
     a ``[utility]`` table) judges the same spacings by expected utility, with no target to
     meet; among equals (within ``1e-12``) the fewest checks, the larger ``k``.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the spacing of least expected cost that meets the target; or one of
+        ``"expected_cost"``, ``"utility"`` (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the spacing ``every`` (an int), with the planned design's exact outcome,
+        whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 20, "p": 0.98, "checkpoints": {"every": 1,
