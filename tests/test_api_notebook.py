@@ -199,3 +199,10 @@ def test_every_planner_documents_its_parameters_and_what_it_returns(name):
     for section in ("Parameters\n    ----------\n    scenario : Scenario or mapping" if name != "plan_chain"
                     else "Parameters\n    ----------", "Returns\n    -------", "Examples\n    --------"):
         assert section in doc, f"{name}: no {section.splitlines()[0]}"
+
+
+@pytest.mark.parametrize("name", [n for n in relsim.plot.__all__ if callable(getattr(relsim.plot, n))])
+def test_every_plot_documents_its_parameters_and_the_axes_it_returns(name):
+    doc = getattr(relsim.plot, name).__doc__
+    assert "Parameters\n    ----------" in doc and "ax : matplotlib Axes, optional" in doc
+    assert "Returns\n    -------\n    matplotlib.axes.Axes" in doc
