@@ -206,3 +206,15 @@ def test_every_plot_documents_its_parameters_and_the_axes_it_returns(name):
     doc = getattr(relsim.plot, name).__doc__
     assert "Parameters\n    ----------" in doc and "ax : matplotlib Axes, optional" in doc
     assert "Returns\n    -------\n    matplotlib.axes.Axes" in doc
+
+
+@pytest.mark.parametrize("path", ["evalstats.tasks_needed", "evalstats.paired_power",
+                                  "evalstats.minimum_detectable_effect", "evalstats.verifier_from_audit",
+                                  "report.render", "report.write", "report.eval.render",
+                                  "report.eval.markdown", "report.eval.write_report"])
+def test_power_and_report_functions_document_parameters_and_returns(path):
+    import importlib
+
+    module, _, name = f"relsim.{path}".rpartition(".")
+    doc = getattr(importlib.import_module(module), name).__doc__
+    assert "Parameters\n    ----------" in doc and "Returns\n    -------" in doc

@@ -76,6 +76,12 @@ def render(
         The command line that made the report, shown in the footer.
     sections : sequence of callables
         The sections, in order (default :data:`SECTIONS`).
+
+    Returns
+    -------
+    Report
+        The page (``html``), its ``sections`` and ``figures`` and whether the design meets the
+        target (``meets_target``; None without one); :func:`write` saves it.
     """
     from relsim.scenario import Scenario
 
@@ -108,7 +114,20 @@ def render(
 
 
 def write(report: Report, path: str | Path) -> Path:
-    """Write ``report``'s page to ``path`` (UTF-8) and return the path."""
+    """Write ``report``'s page to ``path`` (UTF-8) and return the path.
+
+    Parameters
+    ----------
+    report : Report
+        What :func:`render` returned.
+    path : str or Path
+        The file to write (its folder must exist); an unwritable one is a ``RelsimError``.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     from relsim import checks
     from relsim.errors import RelsimError
 
