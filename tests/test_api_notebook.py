@@ -218,3 +218,18 @@ def test_power_and_report_functions_document_parameters_and_returns(path):
     module, _, name = f"relsim.{path}".rpartition(".")
     doc = getattr(importlib.import_module(module), name).__doc__
     assert "Parameters\n    ----------" in doc and "Returns\n    -------" in doc
+
+
+# ------------------------------------------------------------- results read well in a notebook
+def test_a_report_prints_its_summary_and_shows_its_page_in_a_notebook():
+    import html
+    import re
+
+    report = relsim.report.render({"steps": 5, "p": 0.9, "target": 0.5}, trials=0)
+    shown = repr(report)
+    assert len(report.html) > 50_000 and len(shown) < 2_000  # the page was printed whole (150 KB)
+    assert "<svg" not in shown and "Section(id='design', title='The design'" in shown
+    assert "meets_target=True" in shown  # 0.9**5 = 0.59 >= 0.5
+    frame = report._repr_html_()
+    page = re.fullmatch(r'<iframe srcdoc="([^"]*)"[^>]*></iframe>', frame)
+    assert page is not None and html.unescape(page.group(1)) == report.html
