@@ -233,3 +233,16 @@ def test_a_report_prints_its_summary_and_shows_its_page_in_a_notebook():
     frame = report._repr_html_()
     page = re.fullmatch(r'<iframe srcdoc="([^"]*)"[^>]*></iframe>', frame)
     assert page is not None and html.unescape(page.group(1)) == report.html
+
+
+def test_a_file_name_given_as_the_scenario_is_refused_saying_how_to_read_it():
+    from pathlib import Path
+
+    for given in ("scenarios/lesson_25_steps.toml", Path("scenarios/lesson_25_steps.toml")):
+        for engine in (relsim.evaluate, relsim.plan.retries, relsim.plan.levers):
+            with pytest.raises(relsim.RelsimError, match=r"^scenario: must be a relsim.Scenario or a mapping, "
+                               r"got the \w+ 'scenarios/lesson_25_steps.toml' \(read a scenario file with "
+                               r"relsim.Scenario.from_toml\)$"):
+                engine(given)
+    assert relsim.evaluate(relsim.Scenario.from_toml(Path("scenarios/lesson_25_steps.toml"))).success == pytest.approx(
+        0.975298, abs=1e-6)  # the lesson: (0.9 S_2)**25 = 0.999**25

@@ -83,9 +83,9 @@ def render(
         The page (``html``), its ``sections`` and ``figures`` and whether the design meets the
         target (``meets_target``; None without one); :func:`write` saves it.
     """
-    from relsim.scenario import Scenario
+    from relsim.scenario import as_scenario
 
-    design = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    design = as_scenario(scenario)
     if target is None:
         target = design.target
     else:  # numpy's numbers too (a target from an array), as the engines take them
