@@ -246,3 +246,20 @@ def test_a_file_name_given_as_the_scenario_is_refused_saying_how_to_read_it():
                 engine(given)
     assert relsim.evaluate(relsim.Scenario.from_toml(Path("scenarios/lesson_25_steps.toml"))).success == pytest.approx(
         0.975298, abs=1e-6)  # the lesson: (0.9 S_2)**25 = 0.999**25
+
+
+# ------------------------------------------------------------- 0-d arrays are the numbers they hold
+def test_a_zero_dimensional_array_is_the_number_it_holds():
+    plain = {"steps": 25, "p": 0.9, "target": 0.95, "verifier": {"miss": 0.0}, "retries": {"per_step": 2}}
+    held = {"steps": np.array(25), "p": np.array(0.9), "target": np.asarray(0.95),
+            "verifier": {"miss": np.array(0.0)}, "retries": {"per_step": np.array(2)}}
+    assert relsim.Scenario.from_dict(held) == relsim.Scenario.from_dict(plain)  # was a TypeError
+    assert relsim.Verifier(miss=np.array(0.1)) == relsim.Verifier(miss=0.1)
+    assert json.dumps(relsim.Scenario.from_dict(held).to_dict()) == json.dumps(relsim.Scenario.from_dict(plain).to_dict())
+    assert relsim.plan.retries(plain, np.array(0.99)).value == relsim.plan.retries(plain, 0.99).value == 3
+    same = relsim.simulate(plain, np.array(2000), seed=np.array(7))
+    assert same.to_dict() == relsim.simulate(plain, 2000, seed=7).to_dict()
+    with pytest.raises(relsim.RelsimError, match=r"^trials: must be an integer in 1\.\.2\*\*62"):
+        relsim.simulate(plain, np.array(2**63 - 1))
+    with pytest.raises(relsim.RelsimError, match=r"^p: must be one value or a list of one value per step"):
+        relsim.Scenario.from_dict({**plain, "steps": 2, "p": np.array([[0.9, 0.8]])})  # not a 0-d array
