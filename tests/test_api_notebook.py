@@ -263,3 +263,13 @@ def test_a_zero_dimensional_array_is_the_number_it_holds():
         relsim.simulate(plain, np.array(2**63 - 1))
     with pytest.raises(relsim.RelsimError, match=r"^p: must be one value or a list of one value per step"):
         relsim.Scenario.from_dict({**plain, "steps": 2, "p": np.array([[0.9, 0.8]])})  # not a 0-d array
+
+
+@pytest.mark.parametrize("name", ["retries", "total", "allocation", "verifier", "p", "checkpoints", "samples",
+                                  "escalation", "solve", "retries_with_confidence", "plausible_worlds",
+                                  "with_audit", "with_fit", "levers", "curve", "resources"])
+def test_every_planner_is_annotated_as_taking_a_mapping(name):
+    import inspect
+
+    annotation = inspect.signature(getattr(relsim.plan, name)).parameters["scenario"].annotation
+    assert "Mapping" in str(annotation), f"{name}: scenario: {annotation}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -52,7 +52,10 @@ ASCENT_SWEEPS = 8
 
 
 def allocation(
-    scenario: Scenario, target: float | None = None, *, objective: str = "cost_per_success"
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str = "cost_per_success",
 ) -> Plan:
     r"""Per-step retry budgets :math:`r_i` of least cost with success >= ``target``.
 

@@ -4,7 +4,7 @@ of largest expected utility."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -34,7 +34,10 @@ __all__ = ["retries", "total"]
 
 
 def retries(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The least uniform per-step retry budget ``r`` that reaches ``target``; with
     ``objective="utility"``, the budget of largest expected utility.
@@ -110,7 +113,10 @@ def retries(
 
 
 def total(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The least task-wide retry budget ``total`` that reaches ``target``; with
     ``objective="utility"``, the task-wide budget of largest expected utility (as

@@ -208,7 +208,7 @@ def at_words(at: str) -> str:
     return "at the estimate" if at == "estimate" else f"at the {at} 95% bound"
 
 
-def with_audit(scenario: Scenario, audit: Any, at: str = "upper") -> Scenario:
+def with_audit(scenario: Scenario | Mapping[str, Any], audit: Any, at: str = "upper") -> Scenario:
     """``scenario`` with its ``[verifier]`` set from ``audit`` at ``at`` (:func:`verifier_at`):
     one ``miss`` and one ``false_reject`` for every step (the audit measured one grader); a
     scenario without a verifier gets one. A scenario with ``[[failure_modes]]`` is refused:
@@ -242,7 +242,7 @@ def refuse_failure_modes(scenario: Scenario, audit: AuditRates) -> None:
         )
 
 
-def with_fit(scenario: Scenario, fit: Any) -> Scenario:
+def with_fit(scenario: Scenario | Mapping[str, Any], fit: Any) -> Scenario:
     """``scenario`` with its ``[[classes]]`` replaced by the fit's point estimate
     (:func:`classes_from_fit`). The scenario must have one step: one harness task is one step
     and one trial one attempt (a retry reruns the task).

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from relsim.errors import RelsimError
 from relsim.plan import _common
@@ -60,7 +60,10 @@ def ladders(scenario: Scenario) -> list[Ladder]:
 
 
 def escalation(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The ladder's ``after`` (attempt counts at which each rung takes over) of least cost
     per success that reaches ``target``; with ``objective="utility"``, of largest expected

@@ -4,7 +4,7 @@ the largest ``miss`` and, separately, the largest ``false_reject``) that reach a
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from relsim.errors import RelsimError
 from relsim.plan._common import (
@@ -24,7 +24,7 @@ from relsim.scenario import Scenario, as_scenario
 __all__ = ["p", "verifier"]
 
 
-def verifier(scenario: Scenario, target: float | None = None) -> Plan:
+def verifier(scenario: Scenario | Mapping[str, Any], target: float | None = None) -> Plan:
     r"""The largest ``miss`` at which ``target`` is reachable with the scenario's budgets; in
     ``details["false_reject"]``, separately, the largest ``false_reject``.
 
@@ -90,7 +90,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     return replace(miss_plan, details={**miss_plan.details, **extra})
 
 
-def p(scenario: Scenario, target: float | None = None) -> Plan:
+def p(scenario: Scenario | Mapping[str, Any], target: float | None = None) -> Plan:
     r"""The least per-attempt success ``p`` (the same at every step) that reaches ``target``
     with the scenario's verifier and budgets.
 

@@ -3,6 +3,8 @@ r"""Samples per attempt: :func:`samples`, the least ``sampling.n`` that reaches 
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from dataclasses import replace
 
 from relsim.errors import RelsimError
@@ -32,7 +34,10 @@ def with_samples(scenario: Scenario, n: int) -> Scenario:
 
 
 def samples(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The least number of samples per attempt, ``sampling.n`` in ``1..64``, that reaches
     ``target``; with ``objective="utility"``, the ``n`` of largest expected utility.

@@ -3,6 +3,8 @@ reaches a target, or (``objective="utility"``) of largest expected utility."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import numpy as np
 
 from relsim.errors import RelsimError
@@ -25,7 +27,10 @@ __all__ = ["checkpoints"]
 
 
 def checkpoints(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The checkpoint spacing ``every = k`` of least expected cost with success >= target;
     with ``objective="utility"``, the spacing of largest expected utility.

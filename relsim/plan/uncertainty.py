@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -77,7 +77,7 @@ WORLD_EVALUATIONS = 12
 
 
 def retries_with_confidence(
-    scenario: Scenario,
+    scenario: Scenario | Mapping[str, Any],
     target: float | None = None,
     *,
     audit: Any = None,
@@ -189,7 +189,7 @@ def retries_with_confidence(
 
 
 def plausible_worlds(
-    scenario: Scenario,
+    scenario: Scenario | Mapping[str, Any],
     *,
     audit: Any = None,
     fit: Any = None,
