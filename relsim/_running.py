@@ -21,6 +21,7 @@ def check_int(value: Any, name: str, low: int) -> int:
     """``value`` as an int, or a ``RelsimError`` unless it is an integer in
     ``low..checks.MAX_COUNT`` (a count past 2**62 is a typo, and would overflow the floats of
     the work estimates)."""
+    value = checks.scalar(value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) > checks.MAX_COUNT:
         return checks.integer(value, name, low, checks.MAX_COUNT)  # refused, naming the range
     return checks.integer(value, name, low)
@@ -33,6 +34,7 @@ def check_seed(seed: Any) -> tuple[np.random.SeedSequence, int | None]:
         # fresh entropy is always one int (numpy draws 128 random bits)
         entropy = cast(int, np.random.SeedSequence().entropy)
         return np.random.SeedSequence(entropy), entropy
+    seed = checks.scalar(seed)
     if isinstance(seed, np.random.SeedSequence):
         given = seed.entropy
         return seed, (int(given) if isinstance(given, numbers.Integral) else None)

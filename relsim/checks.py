@@ -57,6 +57,7 @@ __all__ = [
     "positives",
     "probabilities",
     "probability",
+    "scalar",
     "text",
 ]
 
@@ -72,8 +73,23 @@ T = TypeVar("T")
 
 
 # ------------------------------------------------------------------------------- scalars
+def scalar(value: Any) -> Any:
+    """A 0-d numpy array's one value (``np.asarray(0.9)``, an xarray's ``.values``), so that
+    it is checked as the number it holds; anything else as it is.
+
+    Examples
+    --------
+    >>> scalar(np.array(25)), scalar([25])
+    (np.int64(25), [25])
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
 def number(value: Any, key: str, allowed: str = "a number", error: Error = RelsimError) -> float:
-    """``value`` as a float: a real number, not a boolean, not NaN."""
+    """``value`` as a float: a real number (a 0-d array's too), not a boolean, not NaN."""
+    value = scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise invalid(key, allowed, value, error)
     try:
@@ -144,7 +160,8 @@ def integer(
     error: Error = RelsimError,
 ) -> int:
     """``value`` as an int in ``low..high`` (``high`` None: no upper bound): any integral
-    type (numpy's too), never a boolean or a float, compared before any cast so none wraps.
+    type (numpy's too, and a 0-d array of one), never a boolean or a float, compared before
+    any cast so none wraps.
 
     Examples
     --------
@@ -155,6 +172,7 @@ def integer(
     ...
     relsim.errors.RelsimError: steps: must be an integer in 1..10, got 2.0
     """
+    value = scalar(value)
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if ok and value >= low and (high is None or value <= high):
         return int(value)
@@ -210,6 +228,7 @@ def per_step(
     ...
     relsim.errors.RelsimError: p: must be one value or a list of one value per step (2), got a list of 1
     """
+    value = scalar(value)  # a 0-d array is one value
     if isinstance(value, (list, tuple, np.ndarray)):
         if steps is not None and len(value) != steps:
             raise error(

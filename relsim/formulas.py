@@ -221,6 +221,12 @@ def required_step_success(target: Any, steps: Any) -> Any:
     steps : int or array_like
         Number of steps, an integer >= 1.
 
+    Returns
+    -------
+    float or ndarray
+        The per-step success needed, in (0, 1]: a float for scalar arguments, else an array of
+        their broadcast shape.
+
     Examples
     --------
     The lesson's 25-step task with a 95% target:
@@ -253,6 +259,12 @@ def retry_success(p: Any, retries: Any) -> Any:
     retries : int or array_like
         Retries ``r`` after the first attempt, an integer >= 0.
 
+    Returns
+    -------
+    float or ndarray
+        The step's success, in [0, 1]: a float for scalar arguments, else an array of their
+        broadcast shape.
+
     Examples
     --------
     The lesson's ``p = 0.9`` with two retries:
@@ -272,6 +284,18 @@ def pass_at_k(p: Any, k: Any) -> Any:
 
     .. math:: \text{pass@}k = 1 - (1-p)^k
 
+    Parameters
+    ----------
+    p : float or array_like
+        Per-trial success, in [0, 1].
+    k : int or array_like
+        Trials, an integer >= 1. Broadcasts against ``p``.
+
+    Returns
+    -------
+    float or ndarray
+        pass@k: a float for scalar arguments, else an array of their broadcast shape.
+
     Examples
     --------
     >>> round(pass_at_k(0.7, 3), 3)
@@ -288,6 +312,18 @@ def pass_hat_k(p: Any, k: Any) -> Any:
     r"""pass^k: the probability that all of ``k`` independent trials succeed.
 
     .. math:: \text{pass}^k = p^k
+
+    Parameters
+    ----------
+    p : float or array_like
+        Per-trial success, in [0, 1].
+    k : int or array_like
+        Trials, an integer >= 1. Broadcasts against ``p``.
+
+    Returns
+    -------
+    float or ndarray
+        pass^k: a float for scalar arguments, else an array of their broadcast shape.
 
     Examples
     --------
@@ -365,6 +401,12 @@ def pass_at_k_estimate(n: Any, c: Any, k: Any) -> Any:
     k : int or array_like
         The ``k`` of pass@k, an integer in [1, n].
 
+    Returns
+    -------
+    float or ndarray
+        The estimate, in [0, 1]: a float for scalar arguments, else an array of their broadcast
+        shape.
+
     Notes
     -----
     The product form has ``min(c, k)`` factors, each in [0, 1], multiplied in log space (each
@@ -400,6 +442,12 @@ def pass_hat_k_estimate(n: Any, c: Any, k: Any) -> Any:
     ----------
     n, c, k : int or array_like
         As in :func:`pass_at_k_estimate`.
+
+    Returns
+    -------
+    float or ndarray
+        The estimate, in [0, 1]: a float for scalar arguments, else an array of their broadcast
+        shape.
 
     Notes
     -----
@@ -531,6 +579,19 @@ def verified_ceiling(p: Any, miss: Any = 0.0, false_reject: Any = 0.0) -> Any:
 
     When :math:`a + w = 0` no attempt is ever accepted and the ceiling is 0.
 
+    Parameters
+    ----------
+    p : float or array_like
+        Per-attempt success, in [0, 1].
+    miss, false_reject : float or array_like, default 0
+        The verifier, as in :func:`verified_step`.
+
+    Returns
+    -------
+    float or ndarray
+        The step's ceiling, in [0, 1]: a float for scalar arguments, else an array of their
+        broadcast shape.
+
     Examples
     --------
     The lesson's verifier that misses 10% of failures, and the 25-step task it caps:
@@ -603,6 +664,12 @@ def meets_target(log_success: float, target: float) -> bool:
     target : float
         The target, in (0, 1].
 
+    Returns
+    -------
+    bool
+        Whether the target is met: a Python ``bool``, whatever numbers it is given. Scalars
+        only (the planners' rule for one design); compare arrays of successes with ``>=``.
+
     Examples
     --------
     >>> meets_target(math.log(0.96), 0.95), meets_target(math.log1p(-2**-54), 1 - 2**-53)
@@ -616,7 +683,7 @@ def meets_target(log_success: float, target: float) -> bool:
     if (isinstance(log_success, bool) or not isinstance(log_success, numbers.Real)
             or math.isnan(log_success)):
         raise invalid("log_success", "a number (the log of a success; -inf for 0)", log_success)
-    return log_success >= _log_target(target)
+    return bool(log_success >= _log_target(target))  # numpy's bool_ stays inside
 
 
 def _min_retries_one(p: float, steps: int, target: float, miss: float, false_reject: float):
@@ -749,6 +816,17 @@ def max_miss(p: Any, steps: Any, target: Any, false_reject: Any = 0.0) -> Any:
     (1 when ``p = 1``). Any ``miss < m*`` reaches the target with enough retries (see
     :func:`min_retries`); at ``miss = m*`` only the limit of unlimited retries does.
 
+    Parameters
+    ----------
+    p : float or array_like
+        Per-attempt success, in [0, 1].
+    steps : int or array_like
+        Number of steps ``n``, an integer >= 1.
+    target : float or array_like
+        End-to-end success wanted, in (0, 1].
+    false_reject : float or array_like, default 0
+        The verifier's false-reject rate, in [0, 1].
+
     Returns
     -------
     float or None, or ndarray of float
@@ -787,6 +865,15 @@ def min_p(steps: Any, target: Any, miss: Any = 0.0, false_reject: Any = 0.0) -> 
     .. math:: p^* = \frac{t\,m}{(1-f)(1-t) + t\,m}
 
     Any ``p > p*`` reaches the target with enough retries; at ``p*`` only the limit does.
+
+    Parameters
+    ----------
+    steps : int or array_like
+        Number of steps ``n``, an integer >= 1.
+    target : float or array_like
+        End-to-end success wanted, in (0, 1].
+    miss, false_reject : float or array_like, default 0
+        The verifier, as in :func:`verified_step`.
 
     Returns
     -------
@@ -889,6 +976,12 @@ def shared_budget_success(
         Retries ``B`` for the whole task, an integer >= 0.
     miss, false_reject : float or array_like, default 0
         The verifier, as in :func:`verified_step`.
+
+    Returns
+    -------
+    float or ndarray
+        The task's success, in [0, 1]: a float for scalar arguments, else an array of their
+        broadcast shape.
 
     Notes
     -----
@@ -1040,6 +1133,12 @@ def latent_difficulty_chain(alpha: Any, beta: Any, steps: Any) -> Any:
     steps : int or array_like
         Number of steps ``n``, an integer in 0..10**8 (one factor each: about a second).
 
+    Returns
+    -------
+    float or ndarray
+        The task's success :math:`E[p^n]`, in [0, 1]: a float for scalar arguments, else an
+        array of their broadcast shape.
+
     Examples
     --------
     Mean 0.9 with a little spread, against :math:`0.9^{10} = 0.3487`:
@@ -1129,6 +1228,12 @@ def logit_normal_chain(p: Any, steps: Any, task_sd: Any, nodes: int | None = Non
         engine computes);
         it converges slowly when :math:`\sigma` or ``n`` is large, because the integrand
         becomes a steep step in ``z``.
+
+    Returns
+    -------
+    float or ndarray
+        The task's success, in [0, 1]: a float for scalar arguments, else an array of their
+        broadcast shape.
 
     Examples
     --------
@@ -1341,6 +1446,12 @@ def checkpoint_interval(p: Any, checkpoint_cost: Any) -> Any:
         Per-step success, in [0, 1].
     checkpoint_cost : float or array_like
         Cost of one checkpoint in units of one attempt's cost, a finite number >= 0.
+
+    Returns
+    -------
+    float or ndarray
+        The interval :math:`k^*` in steps (``inf`` when ``p = 1``): a float for scalar
+        arguments, else an array of their broadcast shape.
 
     Notes
     -----

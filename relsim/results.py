@@ -60,6 +60,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from relsim.errors import invalid
 from relsim.intervals import binomial_se, normal_interval, wilson
 
+__all__ = [
+    "Estimate",
+    "Outcome",
+    "SimulatedOutcome",
+    "Tally",
+    "TimelineOutcome",
+    "estimate",
+    "flatten",
+    "one_row",
+]
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 

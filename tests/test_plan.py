@@ -1280,5 +1280,7 @@ def test_bad_input_is_a_relsim_error_in_the_one_format():
         planner.retries(s, 1.5)
     with pytest.raises(RelsimError, match=r"^checkpoints: must be a \[checkpoints\] table"):
         planner.checkpoints(s, 0.9)
-    with pytest.raises(RelsimError, match=r"^scenario: must be a Scenario"):
-        planner.p({"steps": 3}, 0.9)
+    with pytest.raises(RelsimError, match=r"^p: required key is missing"):
+        planner.p({"steps": 3}, 0.9)  # a mapping is read as the engines read it
+    with pytest.raises(RelsimError, match=r"^scenario: must be a relsim.Scenario or a mapping"):
+        planner.p([3, 0.9], 0.9)

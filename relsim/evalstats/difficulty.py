@@ -412,6 +412,11 @@ def verifier_from_audit(audit: Any, *, at: str = "upper") -> Verifier:
         Which value of each rate: the upper bound (default: the grader we may really have),
         the estimate, or the lower bound.
 
+    Returns
+    -------
+    Verifier
+        The scenario table ``[verifier]`` with those ``miss`` and ``false_reject``.
+
     Examples
     --------
     >>> audit = {"miss": {"estimate": 0.1, "ci": [0.05, 0.18], "effective": 40},

@@ -49,6 +49,26 @@ def paired_power(
     (``scipy.stats.nct``; 1 when :math:`\sigma = 0`). Same assumptions as
     :func:`tasks_needed`.
 
+    Parameters
+    ----------
+    tasks : int
+        :math:`T \ge 2`, the tasks both systems ran.
+    delta : float
+        :math:`D`, with :math:`P + D` in [0, 1].
+    baseline : float
+        :math:`P` in [0, 1].
+    trials_per_task : int
+        :math:`K \ge 1`.
+    alpha : float
+        In (0, 1).
+    difference_sd : float
+        :math:`W \ge 0`.
+
+    Returns
+    -------
+    float
+        The power, in [0, 1].
+
     Examples
     --------
     >>> round(paired_power(4, 0.5, 0.5, trials_per_task=5), 3)  # sigma^2 = 0.25/5, lambda 4.47
@@ -134,6 +154,11 @@ def tasks_needed(
     difference_sd : float
         :math:`W \ge 0`.
 
+    Returns
+    -------
+    int
+        The least number of tasks :math:`T`, at least :data:`MIN_TASKS`.
+
     Examples
     --------
     A 3-point gain over a 70% baseline, one trial per task (the lesson: "with 100 tasks, a
@@ -213,6 +238,15 @@ def minimum_detectable_effect(
     the least :math:`D` in :math:`(0, 1-P]` at which :func:`paired_power` reaches ``power``
     (the power rises with :math:`D` there), found by bisection on the floats. Same
     assumptions as :func:`tasks_needed`.
+
+    Parameters
+    ----------
+    tasks : int
+        :math:`T \ge 2`, the tasks both systems run.
+    baseline : float
+        :math:`P` in [0, 1] (at 1 no gain is possible: None).
+    trials_per_task, alpha, power, difference_sd
+        As in :func:`tasks_needed`.
 
     Returns
     -------

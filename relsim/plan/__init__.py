@@ -87,7 +87,7 @@ imports only the chain planner.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from relsim.plan.result import Plan
@@ -141,11 +141,32 @@ def __dir__() -> list[str]:
 
 
 def solve(
-    scenario: "Scenario", for_: str, target: float | None = None, *, objective: str | None = None
+    scenario: "Scenario | Mapping[str, Any]",
+    for_: str,
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> "Plan":
     """Plan ``for_`` (one of :data:`QUANTITIES`) for ``scenario``; ``objective`` (None: the
     planner's default) as :data:`relsim.plan.objective.OBJECTIVES` allows for ``for_``
     (``verifier`` and ``p`` take none).
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from.
+    for_ : str
+        What to plan: one of :data:`QUANTITIES` (``"retries"``, ``"total"``, ...), the
+        planner of that name (``relsim solve --for``).
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        As the planner takes it (None: its default).
+
+    Returns
+    -------
+    Plan
+        What the planner ``for_`` returns.
 
     Examples
     --------

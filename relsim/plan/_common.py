@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from relsim import formulas
+from relsim import checks, formulas
 from relsim.scenario import trial_model
 from relsim.errors import RelsimError, invalid
 from relsim.plan.result import QUANTITIES, Plan
@@ -117,6 +117,7 @@ def goal_of(scenario: Scenario, target: float | None, for_: str | None = None) -
 
 def checked_target(target: Any) -> float:
     """``target`` as a float in (0, 1], else the one error of every planner."""
+    target = checks.scalar(target)  # a 0-d array is the number it holds
     if isinstance(target, bool) or not isinstance(target, (int, float, np.floating)):
         raise invalid("target", "a number in (0, 1]", target)
     target = float(target)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from relsim.plan.binding import no_verifier_plan
 from relsim.plan.budgets import retries
 from relsim.plan.search import least_budget
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["allocation"]
 
@@ -52,7 +52,10 @@ ASCENT_SWEEPS = 8
 
 
 def allocation(
-    scenario: Scenario, target: float | None = None, *, objective: str = "cost_per_success"
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str = "cost_per_success",
 ) -> Plan:
     r"""Per-step retry budgets :math:`r_i` of least cost with success >= ``target``.
 
@@ -135,6 +138,25 @@ def allocation(
     given the others until a sweep changes nothing (a heuristic: utility need not be
     concave). Among equals (within ``1e-12``) the least total budget is taken.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, default 'cost_per_success'
+        The per-step budgets of least cost per success that meet the target; or one of
+        ``"cost_per_success"``, ``"expected_cost"``, ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is one budget per step (a tuple of int), with the planned design's exact
+        outcome, whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     Per trial, the 0.99 step needs no retry (brute force agrees):
@@ -151,6 +173,7 @@ def allocation(
     >>> plan.value, plan.details["optimal"]
     ((1, 21, 4), True)
     """
+    scenario = as_scenario(scenario)
     if objective not in OBJECTIVES:
         raise invalid("objective", f"one of {', '.join(OBJECTIVES)}", objective)
     if isinstance(scenario, Scenario) and scenario.escalation is not None:

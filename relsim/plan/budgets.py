@@ -4,7 +4,7 @@ of largest expected utility."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -28,13 +28,16 @@ from relsim.plan._common import (
 from relsim.results import Outcome
 from relsim.plan.binding import diagnose, no_verifier_plan
 from relsim.plan.search import least_budget, least_reaching
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["retries", "total"]
 
 
 def retries(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The least uniform per-step retry budget ``r`` that reaches ``target``; with
     ``objective="utility"``, the budget of largest expected utility.
@@ -61,6 +64,24 @@ def retries(
     from the floor above, until a budget and its double agree within ``1e-12``) is judged
     exactly, and the least of the best (ties within ``1e-12``) is the answer.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the least per-step budget that meets the target; or ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the per-step budget (an int), with the planned design's exact outcome,
+        whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     The lesson's exercise (25 steps, ``p = 0.9``, target 0.95): two retries with a perfect
@@ -84,6 +105,7 @@ def retries(
     >>> plan.value, round(plan.expected_utility, 6)
     (1, 0.472381)
     """
+    scenario = as_scenario(scenario)
     if objectives.check_objective("retries", objective) == "utility":
         return _budget_utility("retries", scenario, target, with_per_step)
     goal = goal_of(scenario, target, "retries")
@@ -91,7 +113,10 @@ def retries(
 
 
 def total(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The least task-wide retry budget ``total`` that reaches ``target``; with
     ``objective="utility"``, the task-wide budget of largest expected utility (as
@@ -106,6 +131,24 @@ def total(
 
     .. math:: \text{success}(B) = a^n \sum_{j=0}^{B} \binom{n-1+j}{j} q^j.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the least task-wide budget that meets the target; or ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the task-wide budget (an int), with the planned design's exact outcome,
+        whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.0}})
@@ -113,6 +156,7 @@ def total(
     >>> plan.value, round(plan.success, 6)
     (6, 0.969437)
     """
+    scenario = as_scenario(scenario)
     if objectives.check_objective("total", objective) == "utility":
         return _budget_utility("total", scenario, target, with_total)
     goal = goal_of(scenario, target, "total")

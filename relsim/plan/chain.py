@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from relsim import formulas
 from relsim.plan import diagnosis
 from relsim.results import jsonable, one_row
@@ -132,6 +134,24 @@ def plan_chain(
     :math:`q > 0` (only unlimited retries reach it). Bad arguments raise
     :class:`relsim.errors.RelsimError` naming the argument (from :mod:`relsim.formulas`).
 
+    Parameters
+    ----------
+    steps : int
+        Number of identical steps, an integer >= 1.
+    target : float
+        End-to-end success wanted, in (0, 1].
+    p : float
+        Per-attempt success of every step, in [0, 1].
+    miss, false_reject : float, default 0
+        The verifier, as in :func:`relsim.formulas.verified_step`.
+
+    Returns
+    -------
+    ChainPlan
+        The least budget (``retries``; None when none reaches the target) and its
+        ``success``, the ceilings, ``max_miss`` and ``min_p``, and the ``reason`` when
+        infeasible; each a Python number (the keys of ``relsim solve --json``).
+
     Examples
     --------
     The lesson's exercise (docs/model.md section 2): 25 steps at 95% with ``p = 0.9`` need two
@@ -144,7 +164,17 @@ def plan_chain(
     >>> plan.feasible, round(plan.step_ceiling, 6), round(plan.ceiling, 6)
     (False, 0.989011, 0.758626)
     """
-    retries = formulas.min_retries(p, steps, target, miss, false_reject)
+    from relsim.errors import invalid
+
+    given = {"steps": steps, "target": target, "p": p, "miss": miss, "false_reject": false_reject}
+    for name, value in given.items():
+        if not np.isscalar(value) and getattr(value, "ndim", None) != 0:
+            # one chain (formulas.min_retries plans arrays of them)
+            raise invalid(name, "one number", value)
+    retries = formulas.min_retries(p, steps, target, miss, false_reject)  # checks the ranges
+    # the plan holds Python numbers, whatever numpy scalars it was given
+    steps, target, p = int(steps), float(target), float(p)
+    miss, false_reject = float(miss), float(false_reject)
     step_ceiling = float(formulas.verified_ceiling(p, miss, false_reject))
     first = formulas.verified_step(p, 0, miss, false_reject)
     accepted = first.success + first.silent_failure

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from relsim import checks
 from relsim.errors import RelsimError, invalid, show
-from relsim.scenario import Scenario, Verifier
+from relsim.scenario import Scenario, Verifier, as_scenario
 from relsim.scenario.design_tables import TaskClass
 
 __all__ = [
@@ -208,7 +208,7 @@ def at_words(at: str) -> str:
     return "at the estimate" if at == "estimate" else f"at the {at} 95% bound"
 
 
-def with_audit(scenario: Scenario, audit: Any, at: str = "upper") -> Scenario:
+def with_audit(scenario: Scenario | Mapping[str, Any], audit: Any, at: str = "upper") -> Scenario:
     """``scenario`` with its ``[verifier]`` set from ``audit`` at ``at`` (:func:`verifier_at`):
     one ``miss`` and one ``false_reject`` for every step (the audit measured one grader); a
     scenario without a verifier gets one. A scenario with ``[[failure_modes]]`` is refused:
@@ -222,7 +222,7 @@ def with_audit(scenario: Scenario, audit: Any, at: str = "upper") -> Scenario:
     >>> with_audit(s, audit).verifier
     Verifier(miss=0.21, false_reject=0.08)
     """
-    _check_scenario(scenario)
+    scenario = as_scenario(scenario)
     rates = read_audit(audit)
     refuse_failure_modes(scenario, rates)
     miss, false_reject = verifier_at(rates, at)
@@ -242,7 +242,7 @@ def refuse_failure_modes(scenario: Scenario, audit: AuditRates) -> None:
         )
 
 
-def with_fit(scenario: Scenario, fit: Any) -> Scenario:
+def with_fit(scenario: Scenario | Mapping[str, Any], fit: Any) -> Scenario:
     """``scenario`` with its ``[[classes]]`` replaced by the fit's point estimate
     (:func:`classes_from_fit`). The scenario must have one step: one harness task is one step
     and one trial one attempt (a retry reruns the task).
@@ -254,7 +254,7 @@ def with_fit(scenario: Scenario, fit: Any) -> Scenario:
     >>> [(c.weight, c.p) for c in with_fit(s, fit).classes]
     [(0.5, 1.0), (0.5, 0.0)]
     """
-    _check_scenario(scenario)
+    scenario = as_scenario(scenario)
     fitted = read_fit(fit)
     check_one_step(scenario, fitted)
     return replace(scenario, classes=classes_from_fit(fitted.point))
@@ -407,11 +407,6 @@ def _given(value: Any) -> Any:
 
 def _from(source: str) -> str:
     return f" ({source})" if source else ""
-
-
-def _check_scenario(scenario: Any) -> None:
-    if not isinstance(scenario, Scenario):
-        raise invalid("scenario", "a Scenario", type(scenario).__name__)
 
 
 def _article(what: str) -> str:

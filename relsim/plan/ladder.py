@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from relsim.errors import RelsimError
 from relsim.plan import _common
@@ -23,7 +23,7 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["escalation"]
 
@@ -60,7 +60,10 @@ def ladders(scenario: Scenario) -> list[Ladder]:
 
 
 def escalation(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The ladder's ``after`` (attempt counts at which each rung takes over) of least cost
     per success that reaches ``target``; with ``objective="utility"``, of largest expected
@@ -82,6 +85,24 @@ def escalation(
     is infeasible with the best success as the ceiling and, as the nearest design, the ladder
     of least cost per success within ``1e-6`` of it.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the ladder of least cost per success that meets the target; or one of
+        ``"cost_per_success"``, ``"utility"`` (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the ladder's ``after`` (a tuple of int), with the planned design's exact
+        outcome, whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     A cheap model (p 0.6, cost 0.2) first, a strong one (p 0.95, cost 1) once it has been
@@ -95,6 +116,7 @@ def escalation(
     >>> plan.value, round(plan.success, 6), round(plan.cost_per_success, 4)
     ((2,), 0.9988, 1.3451)
     """
+    scenario = as_scenario(scenario)
     chosen = objectives.check_objective("escalation", objective) or "cost_per_success"
     use_utility = chosen == "utility"
     if isinstance(scenario, Scenario) and scenario.escalation is None:

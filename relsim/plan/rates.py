@@ -4,7 +4,7 @@ the largest ``miss`` and, separately, the largest ``false_reject``) that reach a
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from relsim.errors import RelsimError
 from relsim.plan._common import (
@@ -19,12 +19,12 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.plan.search import boundary
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["p", "verifier"]
 
 
-def verifier(scenario: Scenario, target: float | None = None) -> Plan:
+def verifier(scenario: Scenario | Mapping[str, Any], target: float | None = None) -> Plan:
     r"""The largest ``miss`` at which ``target`` is reachable with the scenario's budgets; in
     ``details["false_reject"]``, separately, the largest ``false_reject``.
 
@@ -45,6 +45,21 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     when no grid point reaches the target, a bounded Brent search around the best one
     finds the peak between grid points (the ceiling, or a feasible ``miss`` after all).
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+
+    Returns
+    -------
+    Plan
+        ``value`` is the largest ``miss`` (a float; the largest ``false_reject`` in
+        ``details``), with the planned design's exact outcome, whether it meets the target
+        (``feasible``) and, when not, the ``ceiling``, the ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 25, "p": 0.9, "verifier": {"miss": 0.1},
@@ -53,6 +68,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     >>> round(plan.value, 6), plan.feasible  # solves (0.9 S_3)**25 = 0.95, q = 0.1 (1-m)
     (0.017645, True)
     """
+    scenario = as_scenario(scenario)
     goal = goal_of(scenario, target, "verifier")
     if scenario.failure_modes:
         raise RelsimError(
@@ -74,7 +90,7 @@ def verifier(scenario: Scenario, target: float | None = None) -> Plan:
     return replace(miss_plan, details={**miss_plan.details, **extra})
 
 
-def p(scenario: Scenario, target: float | None = None) -> Plan:
+def p(scenario: Scenario | Mapping[str, Any], target: float | None = None) -> Plan:
     r"""The least per-attempt success ``p`` (the same at every step) that reaches ``target``
     with the scenario's verifier and budgets.
 
@@ -87,12 +103,28 @@ def p(scenario: Scenario, target: float | None = None) -> Plan:
     :math:`1 - (1 - T^{1/n})^{1/(r+1)}`. With ``[[classes]]`` (each class its own ``p``)
     there is no one ``p`` to plan: refused.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+
+    Returns
+    -------
+    Plan
+        ``value`` is the least per-attempt success (a float), with the planned design's exact
+        outcome, whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 20, "p": 0.9})
     >>> round(p(s, 0.9).value, 6)  # 0.9 ** (1/20): no verifier, success is p ** steps
     0.994746
     """
+    scenario = as_scenario(scenario)
     goal = goal_of(scenario, target, "p")
     if scenario.classes:
         raise RelsimError(

@@ -3,6 +3,8 @@ r"""Samples per attempt: :func:`samples`, the least ``sampling.n`` that reaches 
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from dataclasses import replace
 
 from relsim.errors import RelsimError
@@ -19,7 +21,7 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 from relsim.scenario.design_tables import MAX_SAMPLES
 
 __all__ = ["samples"]
@@ -32,7 +34,10 @@ def with_samples(scenario: Scenario, n: int) -> Scenario:
 
 
 def samples(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The least number of samples per attempt, ``sampling.n`` in ``1..64``, that reaches
     ``target``; with ``objective="utility"``, the ``n`` of largest expected utility.
@@ -51,12 +56,31 @@ def samples(
     For a binary vote (``wrong_answers = 1``) with no verifier on one step, success is
     :math:`\sum_c w_c P(\text{Binomial}(n, p_c) > n/2)` plus half the tie at even ``n``.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the least number of samples that meets the target; or ``"utility"``
+        (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the number of samples ``sampling.n`` (an int), with the planned design's
+        exact outcome, whether it meets the target (``feasible``) and, when not, the
+        ``ceiling``, the ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 1, "p": 0.7, "sampling": {"n": 1}})
     >>> samples(s, 0.9).value  # P(Binomial(9, 0.7) >= 5) = 0.901191
     9
     """
+    scenario = as_scenario(scenario)
     use_utility = objectives.check_objective("samples", objective) == "utility"
     if isinstance(scenario, Scenario) and scenario.sampling is None:
         raise RelsimError(

@@ -67,7 +67,7 @@ import numpy as np
 from relsim.scenario import trial_model
 from relsim.errors import invalid
 from relsim.exact import evaluate
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -140,7 +140,7 @@ def levers(scenario: Scenario | Mapping[str, Any]) -> "pd.DataFrame":
     """
     import pandas as pd
 
-    base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    base = as_scenario(scenario)
     variants = [(lever, changes, apply(base, changes)) for lever, changes in _changes(base)]
     _check_work(base, [variant for _, _, variant in variants])
     origin = evaluate(base)
@@ -210,7 +210,7 @@ def apply(scenario: Scenario | Mapping[str, Any], changes: Mapping[str, Any]) ->
     >>> s.steps, s.verifier.miss
     (2, 0.0)
     """
-    base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    base = as_scenario(scenario)
     if not isinstance(changes, Mapping):
         raise invalid("changes", "a mapping of dotted scenario keys to values", changes)
     data = copy.deepcopy(base.to_dict())
@@ -490,7 +490,7 @@ def time_levers(
     from relsim.scenario import time_model
     from relsim.timeline import simulate_timeline
 
-    base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    base = as_scenario(scenario)
     time = time_model(base)
     targets = dict(time.targets)
     quantities = tuple(targets) or tuple(

@@ -3,6 +3,8 @@ reaches a target, or (``objective="utility"``) of largest expected utility."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import numpy as np
 
 from relsim.errors import RelsimError
@@ -19,13 +21,16 @@ from relsim.plan._common import (
 )
 from relsim.plan.binding import diagnose
 from relsim.results import Outcome
-from relsim.scenario import Scenario
+from relsim.scenario import Scenario, as_scenario
 
 __all__ = ["checkpoints"]
 
 
 def checkpoints(
-    scenario: Scenario, target: float | None = None, *, objective: str | None = None
+    scenario: Scenario | Mapping[str, Any],
+    target: float | None = None,
+    *,
+    objective: str | None = None,
 ) -> Plan:
     r"""The checkpoint spacing ``every = k`` of least expected cost with success >= target;
     with ``objective="utility"``, the spacing of largest expected utility.
@@ -50,6 +55,24 @@ def checkpoints(
     a ``[utility]`` table) judges the same spacings by expected utility, with no target to
     meet; among equals (within ``1e-12``) the fewest checks, the larger ``k``.
 
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        The design to plan from (a mapping is read as the engines read it); every quantity but
+        the planned one is kept.
+    target : float, optional
+        End-to-end success wanted, in (0, 1]; default the scenario's ``target``.
+    objective : str, optional
+        None: the spacing of least expected cost that meets the target; or one of
+        ``"expected_cost"``, ``"utility"`` (:mod:`relsim.plan.objective`).
+
+    Returns
+    -------
+    Plan
+        ``value`` is the spacing ``every`` (an int), with the planned design's exact outcome,
+        whether it meets the target (``feasible``) and, when not, the ``ceiling``, the
+        ``binding`` key and the ``reason``.
+
     Examples
     --------
     >>> s = Scenario.from_dict({"steps": 20, "p": 0.98, "checkpoints": {"every": 1,
@@ -57,6 +80,7 @@ def checkpoints(
     >>> checkpoints(s, 0.9).value  # sqrt(2 / 0.02) = 10
     10
     """
+    scenario = as_scenario(scenario)
     use_utility = objectives.check_objective("checkpoints", objective) == "utility"
     if use_utility:
         goal = objectives.utility_target(scenario, target, "checkpoints")

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -62,7 +62,7 @@ from relsim.plan.evidence import (
 )
 from relsim.plan.result import Plan
 from relsim.plan.search import least_budget
-from relsim.scenario import Scenario, Verifier, trial_model
+from relsim.scenario import Scenario, Verifier, as_scenario, trial_model
 
 __all__ = ["MAX_WORLDS", "plausible_worlds", "retries_with_confidence", "share_met"]
 
@@ -77,7 +77,7 @@ WORLD_EVALUATIONS = 12
 
 
 def retries_with_confidence(
-    scenario: Scenario,
+    scenario: Scenario | Mapping[str, Any],
     target: float | None = None,
     *,
     audit: Any = None,
@@ -134,6 +134,7 @@ def retries_with_confidence(
     >>> plan.value, plan.details["met"], plan.details["point_estimate"]["value"]
     (3, 0.905, 2)
     """
+    scenario = as_scenario(scenario)
     goal = goal_of(scenario, target)
     if isinstance(confidence, bool):
         raise invalid("confidence", "a number in (0, 1)", confidence)
@@ -188,7 +189,7 @@ def retries_with_confidence(
 
 
 def plausible_worlds(
-    scenario: Scenario,
+    scenario: Scenario | Mapping[str, Any],
     *,
     audit: Any = None,
     fit: Any = None,
@@ -198,6 +199,7 @@ def plausible_worlds(
     """The worlds :func:`retries_with_confidence` judges: ``scenario`` with its verifier drawn
     from ``audit`` and its classes from ``fit``'s bootstrap draws, as the module docstring
     says (the same arguments give the same worlds). At least one of ``audit``, ``fit``."""
+    scenario = as_scenario(scenario)
     worlds = checks.integer(worlds, "worlds", 1, MAX_WORLDS)
     rates, fitted = _evidence(scenario, audit, fit)
     rng = np.random.default_rng(_seed_sequence(seed))

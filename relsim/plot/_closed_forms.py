@@ -41,6 +41,11 @@ def compounding(
         Drawn as a dotted horizontal line.
     ax : matplotlib Axes, optional
 
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
+
     Examples
     --------
     >>> import matplotlib; matplotlib.use("Agg")
@@ -95,6 +100,11 @@ def retries(
         Drawn as a dotted horizontal line.
     ax : matplotlib Axes, optional
 
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
+
     Examples
     --------
     >>> import matplotlib; matplotlib.use("Agg")
@@ -136,6 +146,19 @@ def required_accuracy(
     r"""The per-step success a target needs, :math:`T^{1/n}`, against the number of steps.
 
     One line per target (:func:`relsim.formulas.required_step_success`).
+
+    Parameters
+    ----------
+    target : float or iterable of float
+        End-to-end success wanted, each in (0, 1]; one line each.
+    steps : iterable of int
+        The step counts on the x axis, each >= 1.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
 
     Examples
     --------

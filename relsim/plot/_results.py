@@ -43,6 +43,11 @@ def outcome_split(results: Mapping[str, Any], *, ax: "Axes | None" = None) -> "A
         dict with the outcome keys (such as ``Outcome.to_dict()`` or a timeline result).
     ax : matplotlib Axes, optional
 
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
+
     Examples
     --------
     >>> import matplotlib; matplotlib.use("Agg")
@@ -92,6 +97,11 @@ def levers(frame: "pd.DataFrame", *, ax: "Axes | None" = None) -> "Axes":
         :func:`relsim.plan.levers`'s table (needs the columns ``lever`` and
         ``delta_success``).
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
     """
     for column in ("lever", "delta_success"):
         if column not in getattr(frame, "columns", ()):
@@ -159,6 +169,11 @@ def curve(
     unit : str
         The scenario's cost unit, for a cost axis.
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
 
     Examples
     --------
@@ -356,6 +371,11 @@ def convergence(run: Any, exact: Any, *, ax: "Axes | None" = None) -> "Axes":
     exact : Outcome or float
         The exact result, ``relsim.evaluate(scenario)``, or its success in [0, 1].
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
 
     Examples
     --------

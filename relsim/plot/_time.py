@@ -66,6 +66,11 @@ def durations(
     deadline : float, optional
         The scenario's ``timing.deadline`` in seconds.
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
     """
     summary = result.get("duration") if isinstance(result, Mapping) else getattr(result, "duration", None)
     if not isinstance(summary, Mapping) or not {"mean", "p50", "p90", "p99"} <= set(summary):
@@ -130,6 +135,11 @@ def timeline(events: Any, trials: int = 20, *, ax: "Axes | None" = None) -> "Axe
     trials : int
         Draw the first this many trials of the log.
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
     """
     count = checks.integer(trials, "trials", 1)
     frame = _events_frame(events)

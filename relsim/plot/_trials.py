@@ -26,6 +26,11 @@ def pass_k(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
         (metric, k), with ``estimate``, ``ci_low`` and ``ci_high``). A k without an interval
         (NaN) is drawn without a bar.
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
     """
     table = getattr(analysis, "pass_k", analysis)
     if not hasattr(table, "index") or getattr(table.index, "nlevels", 1) != 2:
@@ -75,6 +80,11 @@ def pass_k_extrapolated(analysis: Any, *, ax: "Axes | None" = None) -> "Axes":
         ``extrapolated`` mapping (``pass_at_k`` and ``pass_hat_k``: k -> ``estimate``, ``ci``,
         ``extrapolated``; ``check``: the observed pass^k).
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
 
     Examples
     --------
@@ -135,6 +145,11 @@ def paired_differences(comparison: Any, *, ax: "Axes | None" = None) -> "Axes":
         :func:`relsim.evalstats.compare`'s result, or its ``to_dict()`` (``quantities``: name
         -> ``difference`` and ``ci``).
     ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax``, or a new figure's.
 
     Examples
     --------

@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from relsim.errors import invalid
+from relsim import checks
 from relsim.report._html import Report, Section, page
 from relsim.report._sections import SECTIONS, Context
 
@@ -76,18 +76,22 @@ def render(
         The command line that made the report, shown in the footer.
     sections : sequence of callables
         The sections, in order (default :data:`SECTIONS`).
-    """
-    from relsim.scenario import Scenario
 
-    design = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
+    Returns
+    -------
+    Report
+        The page (``html``), its ``sections`` and ``figures`` and whether the design meets the
+        target (``meets_target``; None without one); :func:`write` saves it.
+    """
+    from relsim.scenario import as_scenario
+
+    design = as_scenario(scenario)
     if target is None:
         target = design.target
-    elif isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
-        raise invalid("target", "a number in (0, 1]", target)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 0:
-        raise invalid("trials", "an integer >= 0", trials)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise invalid("seed", "an integer >= 0", seed)
+    else:  # numpy's numbers too (a target from an array), as the engines take them
+        target = checks.in_range(target, "target", 0.0, 1.0, low_open=True, allowed="a number in (0, 1]")
+    trials = checks.integer(trials, "trials", 0)
+    seed = checks.integer(seed, "seed", 0)
     ctx = Context(
         scenario=design,
         source=source or "(built in Python)",
@@ -110,7 +114,20 @@ def render(
 
 
 def write(report: Report, path: str | Path) -> Path:
-    """Write ``report``'s page to ``path`` (UTF-8) and return the path."""
+    """Write ``report``'s page to ``path`` (UTF-8) and return the path.
+
+    Parameters
+    ----------
+    report : Report
+        What :func:`render` returned.
+    path : str or Path
+        The file to write (its folder must exist); an unwritable one is a ``RelsimError``.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     from relsim import checks
     from relsim.errors import RelsimError
 

@@ -17,7 +17,7 @@ import io
 import math
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,7 +32,7 @@ class Section:
 
     id: str
     title: str
-    body: str
+    body: str = field(repr=False)  # HTML, often with inline SVG: too long to print
     figures: tuple[str, ...] = ()
 
 
@@ -54,10 +54,15 @@ class Report:
         for a report of trial data).
     """
 
-    html: str
+    html: str = field(repr=False)  # the whole page (100 KB and more): shown by _repr_html_
     sections: tuple[Section, ...]
     figures: tuple[str, ...]
     meets_target: bool | None
+
+    def _repr_html_(self) -> str:
+        """The page in a notebook: inside an iframe, so its stylesheet and script stay its own."""
+        return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" title="relsim report" '
+                'style="width: 100%; height: 640px; border: 1px solid #ddd"></iframe>')
 
     def to_dict(self) -> dict[str, Any]:
         """The report's summary (not the page): sections, figures, meets_target."""

@@ -143,7 +143,22 @@ def markdown(
 ) -> str:
     """The report as Markdown: the tables, and the figure as an image ``figure_file``
     (:func:`write_report` writes it, named after the report); an analysis made with
-    ``extrapolate=K`` shows its fitted curve as ``extrapolated_file`` above its table."""
+    ``extrapolate=K`` shows its fitted curve as ``extrapolated_file`` above its table.
+
+    Parameters
+    ----------
+    result : TrialAnalysis or Comparison
+        As :func:`render` takes it.
+    figure_file, extrapolated_file : str
+        The image file names the Markdown links to.
+    evidence : Evidence, optional
+        As :func:`render` takes it.
+
+    Returns
+    -------
+    str
+        The Markdown text.
+    """
     analysis = _is_analysis(result)
     _, caption = _figure_names(analysis)
     kind = "harness report" if analysis else "comparison report"
@@ -166,7 +181,23 @@ def write_report(
 ) -> list[Path]:
     """Write the report to ``path``: ``.html`` / ``.htm`` (:func:`render`) or ``.md``
     (:func:`markdown`, with its figure as ``<stem>.svg`` beside it, and an extrapolated
-    analysis' curve as ``<stem>-extrapolated.svg``). Returns the files written."""
+    analysis' curve as ``<stem>-extrapolated.svg``).
+
+    Parameters
+    ----------
+    result : TrialAnalysis or Comparison
+        As :func:`render` takes it.
+    path : str or Path
+        The report's file, ending in ``.html``, ``.htm`` or ``.md`` (a ``RelsimError`` names
+        it ``report`` otherwise, as ``relsim analyze --report`` does).
+    command, evidence
+        As :func:`render` takes them.
+
+    Returns
+    -------
+    list of Path
+        The files written: the report, then its figures.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".html", ".htm", ".md"):

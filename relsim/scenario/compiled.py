@@ -30,7 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from relsim.scenario.design_tables import UTILITY_OUTCOMES
-from relsim.scenario.tables import Scenario, checkpoint_positions
+from relsim.scenario.tables import Scenario, as_scenario, checkpoint_positions
 from relsim.scenario.time_tables import DEFAULT_TASKS, TARGET_KEYS, ZERO, Backoff, Duration
 
 __all__ = ["NO_CAP", "TimeModel", "TrialModel", "expit", "expit_array", "shift", "shift_array", "time_model", "trial_model"]
@@ -528,9 +528,9 @@ def _targets(s: Scenario) -> tuple[tuple[str, float], ...]:
     return tuple((key, float(given[key])) for key in TARGET_KEYS if key in given)
 
 
-@lru_cache(maxsize=128)
-def trial_model(scenario: Scenario) -> TrialModel:
-    """The compiled :class:`TrialModel` of ``scenario`` (cached: scenarios are frozen).
+def trial_model(scenario: Scenario | Mapping[str, Any]) -> TrialModel:
+    """The compiled :class:`TrialModel` of ``scenario`` (a ``Scenario``, or a mapping read as
+    the engines read it; cached: scenarios are frozen).
 
     Examples
     --------
@@ -538,12 +538,22 @@ def trial_model(scenario: Scenario) -> TrialModel:
     >>> m.miss.tolist(), m.has_total, m.cost_per_attempt.tolist()
     ([1.0, 1.0, 1.0], False, [1.0, 1.0, 1.0])
     """
+    return _trial_model(as_scenario(scenario))
+
+
+def time_model(scenario: Scenario | Mapping[str, Any]) -> TimeModel:
+    """The compiled :class:`TimeModel` of ``scenario`` (a ``Scenario`` or a mapping; cached)."""
+    return _time_model(as_scenario(scenario))
+
+
+# a mapping is not hashable: the caches hold scenarios, read from mappings above
+@lru_cache(maxsize=128)
+def _trial_model(scenario: Scenario) -> TrialModel:
     return TrialModel.from_scenario(scenario)
 
 
 @lru_cache(maxsize=128)
-def time_model(scenario: Scenario) -> TimeModel:
-    """The compiled :class:`TimeModel` of ``scenario`` (cached)."""
+def _time_model(scenario: Scenario) -> TimeModel:
     return TimeModel.from_scenario(scenario)
 
 

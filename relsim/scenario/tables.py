@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import types
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -325,6 +326,11 @@ def as_scenario(value: Any) -> Scenario:
         return value
     if isinstance(value, Mapping):
         return Scenario.from_dict(value)
+    if isinstance(value, (str, os.PathLike)):  # a file name: say how to read it
+        raise ScenarioError(
+            f"scenario: must be a relsim.Scenario or a mapping, got the {type(value).__name__} "
+            f"{show(os.fspath(value))} (read a scenario file with relsim.Scenario.from_toml)"
+        )
     raise ScenarioError(f"scenario: must be a relsim.Scenario or a mapping, got {type(value).__name__}")
 
 

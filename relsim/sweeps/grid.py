@@ -596,8 +596,11 @@ def _keys(name: str) -> list[str]:
 
 
 def _axis_values(name: str, values: Any) -> Any:
-    """An axis's values as a tuple of Python values (a numpy array's too)."""
-    if type(values).__module__ == "numpy" and getattr(values, "ndim", None) == 1:
+    """An axis's values as a tuple of Python values (a numpy array's, a pandas Series' and a
+    range's too: what a notebook builds an axis from)."""
+    if isinstance(values, range):
+        values = list(values)
+    elif getattr(values, "ndim", None) == 1 and callable(getattr(values, "tolist", None)):
         values = values.tolist()
     if isinstance(values, (list, tuple)):
         return tuple(_plain(value) for value in values)

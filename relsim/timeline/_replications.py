@@ -87,7 +87,9 @@ def combine(runs: Sequence[Mapping[str, Any]], time: TimeModel, seed: int | None
         successes_per_hour=values["successes_per_hour"], warnings=warnings,
         replications=count, tasks=time.tasks, warmup=time.warmup,
         precision=se["duration_mean"] / mean if mean > 0 else None,
-        replication_values={key: column for key, column in per_run.items()},
+        # Python floats, as documented (a run's shares came as numpy scalars)
+        replication_values={key: tuple(None if v is None else float(v) for v in column)
+                            for key, column in per_run.items()},
     )
 
 
