@@ -4,7 +4,6 @@ expected, numpy scalars where numbers are, and results that stay plain Python.
 Each test here failed before the fix it holds (the audit of the API, angle: notebooks)."""
 
 import json
-import math
 
 import numpy as np
 import pytest
