@@ -851,7 +851,8 @@ def max_miss(p: Any, steps: Any, target: Any, false_reject: Any = 0.0) -> Any:
     accept_correct = p * (1.0 - false_reject)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = accept_correct * -np.expm1(np.log(target) / steps) / (step_target * (1.0 - p))
-    out = np.where(p == 1.0, 1.0, np.minimum(bound, 1.0))
+    # (+ 0.0: a target of 1 gives -expm1(0) = -0.0, shown as "-0.0")
+    out = np.where(p == 1.0, 1.0, np.minimum(bound, 1.0) + 0.0)
     out = np.where(accept_correct > 0, out, np.nan)
     return _none_or_float(out, scalar)
 

@@ -124,3 +124,11 @@ def test_bad_input(design, key, values, message):
     with pytest.raises(RelsimError) as caught:
         curve(design, key, values)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize("name", ["values", "also"])
+def test_a_string_is_not_a_list_of_values(name):
+    # a string is iterable: it was read as its characters, and refused as a bad value of the key
+    with pytest.raises(RelsimError) as caught:
+        curve(R2, "retries.per_step", **{name: "12"})
+    assert str(caught.value).startswith(f"{name}: must be a list of values of retries.per_step")

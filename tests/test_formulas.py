@@ -110,6 +110,9 @@ def test_max_miss_and_min_p_sit_on_the_ceiling():
     assert F.min_p(25, 0.95, false_reject=1.0) is None
     assert F.min_p(25, 0.95, miss=0.0) == 0.0
     assert np.isnan(F.max_miss([0.0, 0.9], 25, 0.95)[0])
+    # a target of 1 leaves no miss at all: 0.0, not -0.0
+    assert math.copysign(1.0, F.max_miss(0.9, 25, 1.0)) == 1.0
+    assert np.all(np.signbit(F.max_miss([0.5, 0.9], 25, 1.0)) == False)  # noqa: E712
 
 
 def test_undefined_answers_are_none_for_scalars_and_nan_in_arrays():

@@ -280,7 +280,10 @@ def design_value(s: Scenario, key: str) -> Any:
 
 
 def _listed(values: Any, name: str, key: str) -> list[Any]:
-    """``values`` as a list, or the error naming ``name`` (a lone number is not a list)."""
+    """``values`` as a list, or the error naming ``name`` (a lone number or a string is not a
+    list: a string would be read as its characters)."""
+    if isinstance(values, (str, bytes)):
+        raise invalid(name, f"a list of values of {key}", values)
     try:
         return list(values)
     except TypeError:
