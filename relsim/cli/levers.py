@@ -126,18 +126,21 @@ def format_time_levers(table: Any) -> str:
     baseline = attrs["baseline"]
     lines.append("baseline")
     for key in attrs["quantities"]:
-        lines.append("  " + _quantity(key, targets, baseline[key], baseline.get(f"status_{key}")))
+        lines.append(("  " + _quantity(key, targets, baseline[key], baseline.get(f"status_{key}"))).rstrip())
     if len(table) == 0:
         lines.append("(no time lever applies to this scenario)")
+    from relsim.report._html import scenario_value  # a value as the scenario file writes it
+
     for row in table.to_dict("records"):
-        changed = ", ".join(f"{k} = {v}" for k, v in row["set"].items())
+        changed = ", ".join(f"{k} = {scenario_value(v)}" for k, v in row["set"].items())
         met = f": targets met {row['met']} of {len(targets)}" if targets else ""
         lines.append(f"{row['lever']} ({changed}){met}")
         for key in attrs["quantities"]:
             low, high = row[f"delta_{key}_low"], row[f"delta_{key}_high"]
-            change = f"change {_signed(row[f'delta_{key}'])}"
+            unit = TARGET_WORDS[key][2]  # a change is in its quantity's unit (" s" for durations)
+            change = f"change {_signed(row[f'delta_{key}'])}{unit if row[f'delta_{key}'] else ''}"
             if not (math.isnan(low) or math.isnan(high)):
-                change += f" (95% interval {_signed(low)} to {_signed(high)})"
+                change += f" (95% interval {_signed(low)} to {_signed(high)}{unit})"
             lines.append("  " + _quantity(key, targets, row[key], row.get(f"status_{key}")) + f"  {change}")
     return "\n".join(lines)
 

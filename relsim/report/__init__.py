@@ -106,7 +106,8 @@ def render(
         command=command or "relsim.report.render",
         footer=FOOTER,
     )
-    return Report(html=html, sections=shown, figures=figures, meets_target=ctx.meets_target)
+    return Report(html=html, sections=shown, figures=figures, meets_target=ctx.meets_target,
+                  time_targets=ctx.time_targets)
 
 
 def write(report: Report, path: str | Path) -> Path:

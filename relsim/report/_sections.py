@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from relsim.scenario import trial_model
 from relsim.report import explorer
 from relsim.report._html import Section, esc, interval, new_figure, number, svg, table
+from relsim.report._html import scenario_value as _show
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -39,6 +40,9 @@ class Context:
     target: float | None
     trials: int
     seed: int
+    #: The targets in time, by key, each "met", "missed" or "undecided" (:func:`in_time` fills
+    #: it from its run); None when no run in time judged any.
+    time_targets: dict[str, str] | None = None
 
     @cached_property
     def exact(self) -> "Outcome":
@@ -219,6 +223,12 @@ def target(ctx: Context) -> Section:
             "<p>No target is set: give one, or set <code>target</code> in the scenario file, "
             "to see what meets one.</p>"
         )
+        if ctx.scenario.targets is not None:  # the file's targets in time are judged in time
+            note = (
+                "<p>No success target is set: give one, or set <code>target</code> in the "
+                "scenario file, to see what meets one. The file's <code>[targets]</code> in "
+                'time are judged in the section <a href="#time">In time</a>.</p>'
+            )
         return Section("target", "The target", note)
     from relsim import formulas
 
@@ -533,6 +543,7 @@ def in_time(ctx: Context) -> Section | None:
     body = [f"<p>{esc(_how_run(run))}</p>"]
     body += [f'<p class="verdict bad">Warning: {esc(line)}</p>' for line in run.warnings]
     if run.targets:
+        ctx.time_targets = {key: verdict["status"] for key, verdict in run.targets.items()}
         body.append(_targets_html(run))
     body.append(table(("quantity", "value", "standard error", "95% interval"), _figure_rows(run),
                       numeric=(False, True, True, True)))
@@ -624,7 +635,7 @@ def _time_levers_html(levers: Any) -> str:
     header = ["lever", "sets", *(f"{q}: change (95% interval)" for q in quantities)]
     rows = []
     for row in levers.to_dict("records"):
-        cells: list[Any] = [row["lever"], ", ".join(f"{k} = {v}" for k, v in row["set"].items())]
+        cells: list[Any] = [row["lever"], ", ".join(f"{k} = {_show(v)}" for k, v in row["set"].items())]
         for q in quantities:
             change = f"{number(row[f'delta_{q}'], 4)} {interval((row[f'delta_{q}_low'], row[f'delta_{q}_high']), 4)}"
             status = row.get(f"status_{q}")
@@ -662,27 +673,6 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             rows.append((name, value))
     return rows
-
-
-def _show(value: Any) -> str:
-    """A scenario value for a table; a list with repeats is run-length coded, so 30 steps
-    of ``p`` read ``[0.97 x11, 0.8, 0.97 x11, 0.75, 0.97 x6]``."""
-    if isinstance(value, (list, tuple)):
-        runs: list[list[Any]] = []
-        for item in value:
-            if runs and runs[-1][0] == item:
-                runs[-1][1] += 1
-            else:
-                runs.append([item, 1])
-        parts = [_show(item) + (f" \u00d7{count}" if count > 1 else "") for item, count in runs]
-        return "[" + ", ".join(parts) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:.12g}"
-    if value is None:
-        return "none"
-    return str(value)
 
 
 def _percent(share: float | None) -> str:
