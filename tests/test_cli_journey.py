@@ -70,3 +70,29 @@ def test_report_without_time_targets_keeps_its_line_and_exit_status(tmp_path, ca
     lesson = str(ROOT / "scenarios" / "lesson_25_steps.toml")
     assert main(["report", lesson, "-o", str(page), "--trials", "0"]) == 0
     assert capsys.readouterr().out.strip().endswith("sections; target met)")
+
+
+def test_simulate_shows_plain_numbers_and_errors_to_three_figures(capsys):
+    # The lesson's design never fails silently: the share's 95% Wilson interval at 0 of N is
+    # [0, z^2 / (N + z^2)] = [0, 3.84146 / 100003.84] = [0, 0.0000384131], which %g printed
+    # as 3.84131e-05 beside 0.0236188.
+    lesson = str(ROOT / "scenarios" / "lesson_25_steps.toml")
+    assert main(["simulate", lesson, "--trials", "100000", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"\de[-+]\d", out), out
+    assert "[0, 0.0000384131]" in out
+    # success: p = 0.97544 of 100,000 trials, se sqrt(p (1 - p) / N) = 0.000489457 -> 0.000489
+    assert re.search(r"^success +0\.97544 +0\.000489 +\[", out, re.M), out
+
+
+def test_plain_number_and_error_number():
+    from relsim.cli._args import error_number, plain_number
+
+    assert plain_number(3.84131e-05) == "0.0000384131"
+    assert plain_number(1090730.4) == "1090730"
+    assert plain_number(0.0236188) == "0.0236188" and plain_number(28.114) == "28.114"
+    assert plain_number(0.0) == "0" and plain_number(float("inf")) == "inf"
+    assert plain_number(1e-300) == "1e-300"  # a row of 300 zeros reads worse than this
+    assert error_number(0.000489457) == "0.000489" and error_number(67.0134) == "67.0"
+    assert error_number(576.581) == "577" and error_number(9.42978e-05) == "0.0000943"
+    assert error_number(0.0) == "0"
