@@ -3,7 +3,9 @@ their units, and agree with one another across commands (the journey audit)."""
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,40 @@ def test_plain_number_and_error_number():
     assert error_number(0.000489457) == "0.000489" and error_number(67.0134) == "67.0"
     assert error_number(576.581) == "577" and error_number(9.42978e-05) == "0.0000943"
     assert error_number(0.0) == "0"
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_report_shows_its_progress_on_a_terminal_only(monkeypatch, tmp_path, capsys):
+    lesson = str(ROOT / "scenarios" / "lesson_25_steps.toml")
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["report", lesson, "-o", str(tmp_path / "r.html"), "--trials", "1000"]) == 0
+    assert "section" in terminal.getvalue()  # tqdm's bar, with its unit
+    monkeypatch.undo()
+    assert main(["report", lesson, "-o", str(tmp_path / "r.html"), "--trials", "1000"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_levers_print_the_exact_table_before_the_runs_in_time(monkeypatch, capsys):
+    import relsim.plan
+
+    real = relsim.plan.time_levers
+    seen = {}
+
+    def watched(*args, **kwargs):
+        seen["out"] = capsys.readouterr().out  # what the user has read while the runs go on
+        seen["err"] = terminal.getvalue()
+        return real(*args, **kwargs)
+
+    terminal = FakeTerminal()
+    monkeypatch.setattr(relsim.plan, "time_levers", watched)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["levers", SUPPORT, "--replications", "2"]) == 0
+    assert "one more retry per step" in seen["out"]
+    assert "running the time levers" in seen["err"]
+    assert terminal.getvalue().endswith("\r\x1b[K")  # the status line is cleared after
+    assert "time levers (timeline, 2 replications" in capsys.readouterr().out

@@ -23,13 +23,15 @@ one more reviewer, agent or LLM slot, rpm or tpm doubled, a faster review, a lon
 each with its effect on every target in time and a 95% interval, run on the timeline with the
 baseline's seeds (``--seed``, default 0; a workload's ``--replications``, independent trials'
 ``--trials``). ``--json`` adds ``"time": {"baseline", "replications", "trials", "seed",
-"levers"}``.
+"levers"}``. The exact table is printed first; while the time levers run, a terminal's stderr
+says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
@@ -82,23 +84,40 @@ def run(args: argparse.Namespace) -> int:
                 )
     check_mode(time, trials, replications)
     table = levers(scenario)
+    if not args.json:  # the exact table is ready in a second: show it before the runs in time
+        print(after_title(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
+                                        unit=scenario.cost.unit), evidence_lines(applied)),
+              flush=True)
     timing = None
     if timed:
-        timing = time_levers(scenario, replications=replications, trials=trials,
-                             seed=0 if seed is None else seed)
+        status = _status("relsim levers: running the time levers on the timeline engine, each "
+                         "a whole run like the baseline's (often 10-60 s)...")
+        try:
+            timing = time_levers(scenario, replications=replications, trials=trials,
+                                 seed=0 if seed is None else seed)
+        finally:
+            status()
     if args.json:
         result: dict[str, Any] = {"baseline": table.attrs["baseline"], "levers": table.to_dict("records")}
         if timing is not None:
             result["time"] = {key: timing.attrs[key] for key in ("baseline", "replications", "trials", "seed")}
             result["time"]["levers"] = timing.to_dict("records")
         print_json({**result, **applied})
-    else:
-        print(after_title(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
-                                        unit=scenario.cost.unit), evidence_lines(applied)))
-        if timing is not None:
-            print()
-            print(format_time_levers(timing))
+    elif timing is not None:
+        print()
+        print(format_time_levers(timing))
     return EXIT_OK
+
+
+def _status(words: str) -> Any:
+    """Show ``words`` on stderr while a long run goes on, when stderr is a terminal (piped or
+    redirected, nothing), and return the function that clears them."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return lambda: None
+    sys.stderr.write(words)
+    sys.stderr.flush()
+    return lambda: (sys.stderr.write("\r\x1b[K"), sys.stderr.flush())
 
 
 #: The tables that give a scenario time levers.

@@ -10,6 +10,7 @@ what meets it, the levers, the design over each lever's range, the compounding c
 explorer and a Monte Carlo check) and prints where. ``--verifier-from`` sets the verifier from
 a grader audit first (at the upper end of its 95% intervals unless ``--at`` says otherwise),
 says so in one line, and the page's footer shows the flags.
+A progress bar (one step a section) goes to stderr when stderr is a terminal.
 Exit status: 0 written; 2 bad input; 3 written, but the design does not meet the target, or
 not every target in time (``[targets]``) is met in the report's run in time (as ``relsim
 timeline --require-target`` judges them: missed or undecided).
@@ -21,7 +22,9 @@ import argparse
 import shlex
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, nonnegative_int, target
+import functools
+
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, nonnegative_int, progress_bar, target
 from relsim.cli._evidence import add_verifier_arguments, apply_evidence, evidence_lines
 from relsim.errors import RelsimError
 
@@ -79,14 +82,24 @@ def run(args: argparse.Namespace) -> int:
         + (["--target", f"{args.target:g}"] if args.target is not None else [])
         + (["--verifier-from", audit["file"], "--at", audit["at"]] if audit else [])
     )
-    report = render(
-        scenario,
-        source=args.scenario,
-        target=args.target,
-        trials=trials,
-        seed=seed,
-        command=command,
-    )
+    from relsim.report import SECTIONS
+
+    # a report runs every engine (levers, curves, a Monte Carlo check, a run in time): 10-30 s
+    # that a terminal sees pass section by section
+    bar = _progress_bar(len(SECTIONS))
+    try:
+        report = render(
+            scenario,
+            source=args.scenario,
+            target=args.target,
+            trials=trials,
+            seed=seed,
+            command=command,
+            sections=SECTIONS if bar is None else tuple(_counted(s, bar) for s in SECTIONS),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     path = write(report, args.output)
     for line in evidence_lines(applied):
         print(line)
@@ -102,3 +115,17 @@ def run(args: argparse.Namespace) -> int:
     if report.meets_target is False or any(status != "met" for status in in_time.values()):
         return EXIT_INFEASIBLE
     return EXIT_OK
+
+
+_progress_bar = functools.partial(progress_bar, unit="section")  # tests swap it for a fake bar
+
+
+def _counted(section: Any, bar: Any) -> Any:
+    """``section``, moving ``bar`` on by one once it is built."""
+
+    def build(ctx: Any) -> Any:
+        built = section(ctx)
+        bar.update(1)
+        return built
+
+    return build
