@@ -135,3 +135,28 @@ def test_levers_print_the_exact_table_before_the_runs_in_time(monkeypatch, capsy
     assert "running the time levers" in seen["err"]
     assert terminal.getvalue().endswith("\r\x1b[K")  # the status line is cleared after
     assert "time levers (timeline, 2 replications" in capsys.readouterr().out
+
+
+EXERCISE3 = str(ROOT / "examples" / "harness" / "exercise3_v1.csv")
+
+
+def test_analyze_aligns_a_rate_under_the_metrics_and_shows_cost_per_success_as_compare_does(capsys):
+    assert main(["analyze", EXERCISE3, "--k", "3", "--rate", "tool_errors/steps"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("metric "))
+    rate = next(line for line in out.splitlines() if line.startswith("rate tool_errors/steps"))
+    # the rate's value ends where the "per trial" heading ends, as every metric's does
+    assert header.index("per trial") + len("per trial") == rate.index("0.09027") + len("0.09027")
+    # 4 significant figures, as the interval beside it and `relsim compare`'s table show it
+    assert "cost per success  0.1363  95% CI [0.09276, 0.2103]" in out
+    assert "1 retry per step (perfect verifier) reaches 0.985240" in out
+    assert main(["compare", EXERCISE3, EXERCISE3.replace("v1", "v2"), "--k", "3"]) == 0
+    assert re.search(r"^cost_per_success +0\.1363 ", capsys.readouterr().out, re.M)
+
+
+def test_power_gives_the_rate_reached_to_the_gains_precision(capsys):
+    assert main(["power", "--tasks", "50", "--baseline", "0.6", "--trials-per-task", "3"]) == 0
+    out = capsys.readouterr().out
+    gain = re.search(r"tasks: (\S+) \(0\.6 -> (\S+)\)", out)
+    assert gain is not None, out
+    assert float(gain.group(2)) == pytest.approx(0.6 + float(gain.group(1)), abs=1e-12)
