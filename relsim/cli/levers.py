@@ -189,26 +189,44 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
     per_success = f"{unit or 'cost'}/success"
     header = f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {per_success:>12}  {'change':>10}"
     lines.append(header + (f"  {'utility':>10}  {'change':>10}" if valued else ""))
+    # a column and its change to the decimals of the baseline's 6 significant figures, so
+    # that their points line up (1.85470 over 2.06469, -0.06951 over +0.14048) instead of %g's
+    # -0.0695104 over -0.000917185
+    cost = _decimals(baseline["cost_per_success"])
+    utility = _decimals(baseline.get("expected_utility", math.nan))
     for row in table.to_dict("records"):
         line = (
             f"{row['lever']:<{width}}  {row['success']:>9.6f}  {100 * row['delta_success']:>+8.3f}pp"
-            f"  {_number(row['cost_per_success']):>12}  {_signed(row['delta_cost_per_success']):>10}"
+            f"  {_number(row['cost_per_success'], cost):>12}  {_signed(row['delta_cost_per_success'], cost):>10}"
         )
         if valued:
-            line += f"  {_number(row['expected_utility']):>10}  {_signed(row['delta_expected_utility']):>10}"
+            line += (f"  {_number(row['expected_utility'], utility):>10}"
+                     f"  {_signed(row['delta_expected_utility'], utility):>10}")
         lines.append(line)
     if len(table) == 0:
         lines.append("(no change applies to this scenario)")
     return "\n".join(lines)
 
 
-def _number(value: float) -> str:
-    return f"{value:.6g}" if math.isfinite(value) else "inf"
+def _decimals(baseline: float) -> int | None:
+    """Decimals that show ``baseline`` to 6 significant figures (None: no finite, nonzero
+    baseline to scale by, so each number gets its own 6 figures)."""
+    if not math.isfinite(baseline) or baseline == 0:
+        return None
+    return max(0, 5 - math.floor(math.log10(abs(baseline))))
 
 
-def _signed(value: float) -> str:
+def _number(value: float, decimals: int | None = None) -> str:
+    if not math.isfinite(value):
+        return "inf"
+    return f"{value:.6g}" if decimals is None else f"{value:.{decimals}f}"
+
+
+def _signed(value: float, decimals: int | None = None) -> str:
     if math.isnan(value):
         return "-"
     if value == 0:
         return "0"  # no change (the planner rounds float noise away): no sign to show
-    return f"{value:+.6g}" if math.isfinite(value) else ("-inf" if value < 0 else "+inf")
+    if not math.isfinite(value):
+        return "-inf" if value < 0 else "+inf"
+    return f"{value:+.6g}" if decimals is None else f"{value:+.{decimals}f}"
