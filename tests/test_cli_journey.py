@@ -175,3 +175,15 @@ def test_levers_cost_columns_line_up_on_the_decimal_point(capsys):
     # the baseline's cost per success 1.92421 and "one more rollback"'s 1.92330: the change
     # (-0.000917185, as relsim.plan.levers gives it) shown to the table's 5 decimals
     assert any(row.startswith("one more rollback") and row.endswith("1.92330    -0.00092") for row in rows)
+
+
+def test_fit_says_what_a_beta_at_its_precision_bound_means(capsys):
+    # docs/commands/fit.md: exercise 3's 10 middling tasks passed as often as trials of one
+    # p = 0.4 would; the Beta's precision alpha + beta sits at the search's bound (5000).
+    assert main(["fit", EXERCISE3]) == 0
+    beta = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("p ~ Beta"))
+    assert "alpha 2000, beta 3000 (mean p 0.4001; its precision alpha + beta at the fit's bound 5000" in beta
+    assert "share one p, 0.4001" in beta
+    exercise1 = str(ROOT / "examples" / "harness" / "exercise1.csv")
+    assert main(["fit", exercise1]) == 0  # a spread the data identify: no note
+    assert "(mean p 0.6194)" in capsys.readouterr().out
