@@ -187,3 +187,25 @@ def test_fit_says_what_a_beta_at_its_precision_bound_means(capsys):
     exercise1 = str(ROOT / "examples" / "harness" / "exercise1.csv")
     assert main(["fit", exercise1]) == 0  # a spread the data identify: no note
     assert "(mean p 0.6194)" in capsys.readouterr().out
+
+
+MINE = """name = "my research agent"
+steps = 12
+p = [0.95, 0.95, 0.9, 0.95, 0.95, 0.85, 0.95, 0.95, 0.95, 0.9, 0.95, 0.97]
+target = 0.95
+[verifier]
+miss = 0.08
+false_reject = 0.04
+[retries]
+per_step = 2
+"""
+
+
+def test_verifier_plan_says_its_false_reject_line_keeps_the_designs_miss(tmp_path, capsys):
+    # "largest miss 0.0403 ... success 0.95" then "largest false_reject: none reaches the
+    # target" read as a contradiction: the second holds miss at the design's 0.08.
+    path = tmp_path / "mine.toml"
+    path.write_text(MINE, encoding="utf-8")
+    assert main(["solve", str(path), "--for", "verifier"]) == 0
+    out = capsys.readouterr().out
+    assert "none reaches the target at the design's miss" in out

@@ -202,10 +202,11 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
         if other.get("feasible"):
             lines.append(
                 f"  {'largest false_reject':<30} {_show_value(other['value'])} "
-                f"(keeping miss; success {other['success']:.6f})"
+                f"(keeping the design's miss; success {other['success']:.6f})"
             )
-        else:
-            lines.append(f"  {'largest false_reject':<30} none reaches the target")
+        else:  # the design's miss, not the one planned above: else it reads as a contradiction
+            lines.append(f"  {'largest false_reject':<30} none reaches the target at the "
+                         "design's miss")
     if result.for_ == "escalation" and not utility and "method" in details:
         lines.append(f"  {'minimises':<30} cost per success")
         lines.append(f"  {'method':<30} {details['method']}")
