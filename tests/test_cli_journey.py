@@ -209,3 +209,16 @@ def test_verifier_plan_says_its_false_reject_line_keeps_the_designs_miss(tmp_pat
     assert main(["solve", str(path), "--for", "verifier"]) == 0
     out = capsys.readouterr().out
     assert "none reaches the target at the design's miss" in out
+
+
+def test_report_target_table_gives_the_false_reject_answers_cost_per_success():
+    # The row said success 0.86742 at false_reject = 0 with a cost per success of "-", while
+    # the figure's numbers under it gave that point's cost; the two now agree.
+    import relsim
+    from relsim.report import render
+
+    design = relsim.Scenario.from_toml(str(ROOT / "scenarios" / "production_agent.toml"))
+    html = render(design, trials=0).html
+    row = html.split(">largest verifier false_reject</td>", 1)[1].split("</tr>", 1)[0]
+    at_zero = relsim.evaluate(design.to_dict() | {"verifier": {"miss": 0.05, "false_reject": 0.0}})
+    assert f'<td class="num">{at_zero.cost_per_success:.6g}</td>' in row, row

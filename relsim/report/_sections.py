@@ -269,7 +269,7 @@ def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
     words, key = PLANNED[quantity]
     if isinstance(plan, dict):  # the false_reject answer of the verifier plan
         value, success, feasible = plan["value"], plan["success"], plan["feasible"]
-        cost, reason, ceiling = None, plan.get("reason"), plan.get("ceiling")
+        cost, reason, ceiling = _cost_at(ctx, key, value), plan.get("reason"), plan.get("ceiling")
     else:
         value, success, feasible = plan.value, plan.success, plan.feasible
         cost, reason, ceiling = plan.cost_per_success, plan.reason, plan.ceiling
@@ -283,6 +283,18 @@ def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
     why = (f"no {key} meets {ctx.target:g}: success is at most {best:.6f}, reached (to "
            f"within 1e-6) at {key} = {number(value)}{own}. {reason or ''}").strip()
     return (words, "none", success, cost, "no", why)
+
+
+def _cost_at(ctx: Context, key: str, value: Any) -> float | None:
+    """The cost per success at ``key = value`` from the curve of ``key`` (which holds the
+    planner's answers), for an answer that does not carry its own; None off the curve."""
+    curve = ctx.curves.get(key)
+    if curve is None or value is None:
+        return None
+    for point, outcome in zip(curve.values, curve.outcomes):
+        if point == value:
+            return outcome.cost_per_success
+    return None
 
 
 def levers(ctx: Context) -> Section | None:
