@@ -211,14 +211,45 @@ def test_verifier_plan_says_its_false_reject_line_keeps_the_designs_miss(tmp_pat
     assert "none reaches the target at the design's miss" in out
 
 
-def test_report_target_table_gives_the_false_reject_answers_cost_per_success():
-    # The row said success 0.86742 at false_reject = 0 with a cost per success of "-", while
-    # the figure's numbers under it gave that point's cost; the two now agree.
+@pytest.fixture(scope="module")
+def production_page():
+    """The production agent's report without its Monte Carlo and time runs."""
     import relsim
     from relsim.report import render
 
     design = relsim.Scenario.from_toml(str(ROOT / "scenarios" / "production_agent.toml"))
-    html = render(design, trials=0).html
+    return design, render(design, trials=0).html
+
+
+def test_report_target_table_gives_the_false_reject_answers_cost_per_success(production_page):
+    # The row said success 0.86742 at false_reject = 0 with a cost per success of "-", while
+    # the figure's numbers under it gave that point's cost; the two now agree.
+    import relsim
+
+    design, html = production_page
     row = html.split(">largest verifier false_reject</td>", 1)[1].split("</tr>", 1)[0]
     at_zero = relsim.evaluate(design.to_dict() | {"verifier": {"miss": 0.05, "false_reject": 0.0}})
     assert f'<td class="num">{at_zero.cost_per_success:.6g}</td>' in row, row
+
+
+def test_report_levers_table_shows_the_changes_as_relsim_levers_does(production_page, capsys):
+    _, html = production_page
+    row = html.split(">one more retry per step</td>", 1)[1].split("</tr>", 1)[0]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    assert main(["levers", str(ROOT / "scenarios" / "production_agent.toml")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("one more retry"))
+    # success (6 figures, as on the rest of the page), its change in points, cost per success,
+    # its change: the CLI's very digits
+    assert float(cells[0]) == float(line.split()[-4])
+    assert cells[1:] == [line.split()[-3].removesuffix("pp"), *line.split()[-2:]]
+
+
+def test_report_levers_set_reads_as_the_scenario_file_writes_it():
+    # stroebl's "p +1 point" lever sets its [[classes]]: Python's dict repr showed
+    # [{'weight': 0.58, 'p': 0.88}, ...] on the page
+    import relsim
+    from relsim.report import render
+
+    html = render(relsim.Scenario.from_toml(str(ROOT / "scenarios" / "stroebl.toml")), trials=0).html
+    assert "classes = [{ weight = 0.58, p = 0.88 }, { weight = 0.42, p = 0.14 }]" in html
+    assert "&#x27;weight&#x27;" not in html

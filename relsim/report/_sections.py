@@ -285,6 +285,24 @@ def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
     return (words, "none", success, cost, "no", why)
 
 
+def _decimals(baseline: float) -> int | None:
+    """Decimals that show ``baseline`` to 6 significant figures (None: not finite or 0)."""
+    if not math.isfinite(baseline) or baseline == 0:
+        return None
+    return max(0, 5 - math.floor(math.log10(abs(baseline))))
+
+
+def _fixed(value: float, decimals: int | None, signed: bool = False) -> Any:
+    """``value`` to ``decimals`` (signed: with its sign, and 0 for no change), or the number
+    itself for :func:`number` to show when there is no baseline to scale by or it is not
+    finite."""
+    if decimals is None or not math.isfinite(value):
+        return value
+    if signed and value == 0:
+        return "0"
+    return f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
+
+
 def _cost_at(ctx: Context, key: str, value: Any) -> float | None:
     """The cost per success at ``key = value`` from the curve of ``key`` (which holds the
     planner's answers), for an answer that does not carry its own; None off the curve."""
@@ -308,15 +326,21 @@ def levers(ctx: Context) -> Section | None:
     plot.levers(frame, ax=figure.add_subplot())
     valued = "expected_utility" in frame.columns
     utility = ("expected_utility", "delta_expected_utility") if valued else ()
+    # the changes as `relsim levers` prints them: signed, the success in points to 3 decimals,
+    # a cost or utility to the decimals of the baseline's 6 figures
+    baseline = frame.attrs.get("baseline", {})
+    cost = _decimals(baseline.get("cost_per_success", math.nan))
+    worth = _decimals(baseline.get("expected_utility", math.nan))
     rows = [
         (
             row["lever"],
             ", ".join(f"{key} = {_show(value)}" for key, value in row["set"].items()),
-            row["success"],
-            100 * row["delta_success"],
-            row["cost_per_success"],
-            row["delta_cost_per_success"],
-            *(row[key] for key in utility),
+            row["success"],  # 6 figures, as every success on the page (the curves' tables)
+            f"{100 * row['delta_success']:+.3f}",
+            _fixed(row["cost_per_success"], cost),
+            _fixed(row["delta_cost_per_success"], cost, signed=True),
+            *((_fixed(row["expected_utility"], worth),
+               _fixed(row["delta_expected_utility"], worth, signed=True)) if valued else ()),
         )
         for row in frame.to_dict("records")
     ]
