@@ -253,3 +253,17 @@ def test_report_levers_set_reads_as_the_scenario_file_writes_it():
     html = render(relsim.Scenario.from_toml(str(ROOT / "scenarios" / "stroebl.toml")), trials=0).html
     assert "classes = [{ weight = 0.58, p = 0.88 }, { weight = 0.42, p = 0.14 }]" in html
     assert "&#x27;weight&#x27;" not in html
+
+
+def test_allocation_says_what_its_gap_is_measured_in(capsys):
+    # "a heuristic within 1.19464 of the optimum (lower bound 0.613716)" left the reader to
+    # guess that both are costs per success, and that the gap runs from the bound up to the
+    # answer's own cost per success
+    production = str(ROOT / "scenarios" / "production_agent.toml")
+    assert main(["solve", production, "--for", "allocation", "--target", "0.95"]) == 0
+    out = capsys.readouterr().out
+    answer = re.search(r"its cost per success is at most (\S+) above the optimum's, which is "
+                       r"at least (\S+), by monotonicity alone", out)
+    assert answer is not None, out
+    cost = float(re.search(r"cost per success +(\S+)", out).group(1))
+    assert float(answer.group(1)) + float(answer.group(2)) == pytest.approx(cost, abs=1e-5)  # 6 figures each

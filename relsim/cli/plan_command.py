@@ -221,9 +221,10 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
             lines.append(f"  {'answer':<30} optimal")
         else:
             weak = ", by monotonicity alone" if details.get("bound") else ""
+            # the gap is in the objective's own units: say which, and what it is measured from
             lines.append(
-                f"  {'answer':<30} a heuristic within {gap:.6g} of the optimum "
-                f"(lower bound {details['lower_bound']:.6f}{weak})"
+                f"  {'answer':<30} a heuristic: its {objective} is at most {gap:.6g} above the "
+                f"optimum's, which is at least {details['lower_bound']:.6f}{weak}"
             )
             correlation = getattr(design, "correlation", None)
             if not weak and correlation is not None and correlation.task_sd > 0:
