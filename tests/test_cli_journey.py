@@ -65,6 +65,8 @@ def test_report_says_a_target_in_time_is_missed_as_timeline_does(tmp_path, capsy
     html = page.read_text(encoding="utf-8")
     # the target section points to the targets the file does set, instead of "none is set"
     assert "No success target is set" in html and 'href="#time"' in html
+    # and the page's lead, its first sentence, gives the verdicts in time as well
+    assert "; in time: duration_mean missed, duration_p90 met.</p>" in html
 
 
 def test_report_without_time_targets_keeps_its_line_and_exit_status(tmp_path, capsys):
