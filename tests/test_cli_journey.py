@@ -269,3 +269,22 @@ def test_allocation_says_what_its_gap_is_measured_in(capsys):
     assert answer is not None, out
     cost = float(re.search(r"cost per success +(\S+)", out).group(1))
     assert float(answer.group(1)) + float(answer.group(2)) == pytest.approx(cost, abs=1e-5)  # 6 figures each
+
+
+def test_resource_plan_says_each_count_ran_its_own_replications():
+    # `relsim solve scenarios/support_reviewers.toml --for reviewers` said "17 replications a
+    # count" while its "targets at 2" were the 50-replication run's (1973.25 s, 95% interval
+    # 1785.64 to 2160.87, as `relsim timeline --seed 0` gives): without --replications the
+    # default rule picks each count's number
+    from types import SimpleNamespace
+
+    from relsim.cli.plan_command import format_resources
+
+    plan = SimpleNamespace(
+        outcome=SimpleNamespace(replications=17, trials=15_300), replications=17, value=3,
+        for_="reviewers", seed=0, feasible=True, summary=lambda: "3 reviewers", targets={},
+        below=None, tried={2: "not met", 3: "met"}, reason=None,
+    )
+    head = format_resources(plan, "support", by_rule=True).splitlines()[0]
+    assert "each count's replications by the default rule, 17 at 3" in head
+    assert "17 replications a count" in format_resources(plan, "support").splitlines()[0]

@@ -123,19 +123,24 @@ def _run_resources(
     if getattr(args, "json", False):
         print_json({**result.to_dict(), **applied})
     else:
-        print(after_title(format_resources(result, scenario.name or str(args.scenario)),
+        by_rule = getattr(args, "replications", None) is None
+        print(after_title(format_resources(result, scenario.name or str(args.scenario), by_rule),
                           evidence_lines(applied)))
     for line in result.outcome.warnings:
         print(f"relsim: warning: {line}", file=sys.stderr)
     return EXIT_OK if result.feasible else EXIT_INFEASIBLE
 
 
-def format_resources(result: Any, scenario_name: str = "") -> str:
-    """The readable form of a :class:`relsim.plan.ResourcePlan`."""
+def format_resources(result: Any, scenario_name: str = "", by_rule: bool = False) -> str:
+    """The readable form of a :class:`relsim.plan.ResourcePlan`; ``by_rule``: the timeline's
+    default rule chose each count's replications (so they differ from count to count)."""
     title = f"{scenario_name}: " if scenario_name else ""
     out = result.outcome
     runs = (f"{result.replications} replications a count" if out.replications
             else f"{out.trials} independent trials a count")
+    if by_rule and out.replications:  # 17 at the answer need not be the count below's 50
+        at = "unlimited" if result.value is None else result.value
+        runs = f"each count's replications by the default rule, {result.replications} at {at}"
     lines = [f"{title}plan for {result.for_} with the timeline ({runs}, seed {result.seed}, "
              "the same seeds for every count)"]
     if result.feasible:
