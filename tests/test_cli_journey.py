@@ -288,3 +288,18 @@ def test_resource_plan_says_each_count_ran_its_own_replications():
     head = format_resources(plan, "support", by_rule=True).splitlines()[0]
     assert "each count's replications by the default rule, 17 at 3" in head
     assert "17 replications a count" in format_resources(plan, "support").splitlines()[0]
+
+
+@pytest.mark.parametrize("command, question", [
+    ("power", "How many tasks a paired comparison of two versions needs"),
+    ("audit", "How often a grader is wrong"),
+])
+def test_help_opens_with_the_question_the_command_answers(command, question, capsys):
+    # power's help opened on "tasks = the least T >= 2 at which the two-sided paired t-test",
+    # audit's on "miss = P(pass | wrong)": formulas before the question they answer
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the lines
+    description = text.split(" options: ")[0].split(" positional arguments: ")[0]
+    assert question in description
+    assert text.index(question) < text.index("=")  # before any formula

@@ -228,6 +228,8 @@ def add_parser(subparsers) -> None:
         "power",
         help="tasks needed to detect a difference, or the smallest detectable one",
         description=(
+            "How many tasks a paired comparison of two versions needs to detect a gain of "
+            "--delta in success (or, with --tasks, the smallest gain that many tasks detect). "
             "tasks = the least T >= 2 at which the two-sided paired t-test (T - 1 degrees of "
             "freedom) reaches the power asked, computed exactly from the noncentral t with "
             "noncentrality |D| sqrt(T) / sigma, sigma^2 = W^2 + (P(1-P) + Q(1-Q))/K, Q = P + D. "
