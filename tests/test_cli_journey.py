@@ -303,3 +303,16 @@ def test_help_opens_with_the_question_the_command_answers(command, question, cap
     description = text.split(" options: ")[0].split(" positional arguments: ")[0]
     assert question in description
     assert text.index(question) < text.index("=")  # before any formula
+
+
+def test_resource_planning_says_it_is_working_on_a_terminal(monkeypatch, tmp_path, capsys):
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    path = tmp_path / "gated.toml"
+    path.write_text(GATED_WORKLOAD.replace("duration_mean = 20\n", ""), encoding="utf-8")
+    assert main(["solve", str(path), "--for", "reviewers", "--replications", "2"]) in (0, 3)
+    assert "relsim solve: running the timeline at each count of reviewers" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r\x1b[K")
+    monkeypatch.undo()
+    assert main(["solve", str(path), "--for", "reviewers", "--replications", "2"]) in (0, 3)
+    assert capsys.readouterr().err == ""

@@ -243,6 +243,17 @@ def error_number(value: float) -> str:
     return f"{value:.{max(0, 2 - exponent)}f}"
 
 
+def status_line(words: str) -> Any:
+    """Show ``words`` on stderr while a long run with no count to show goes on, when stderr
+    is a terminal (piped or redirected, nothing), and return the function that clears them."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return lambda: None
+    sys.stderr.write(words)
+    sys.stderr.flush()
+    return lambda: (sys.stderr.write("\r\x1b[K"), sys.stderr.flush())
+
+
 # ------------------------------------------------------------------- outcome summaries
 def steps_text(steps: int) -> str:
     return "1 step" if steps == 1 else f"{steps} steps"

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from typing import Any
 
-from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json
+from relsim.cli._args import EXIT_OK, nonnegative_int, positive_int, print_json, status_line
 from relsim.cli._evidence import add_verifier_arguments, after_title, apply_evidence, evidence_lines
 from relsim.cli._time import TARGET_WORDS
 from relsim.cli.timeline import replication_count
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     timing = None
     if timed:
-        status = _status("relsim levers: running the time levers on the timeline engine, each "
+        status = status_line("relsim levers: running the time levers on the timeline engine, each "
                          "a whole run like the baseline's (often 10-60 s)...")
         try:
             timing = time_levers(scenario, replications=replications, trials=trials,
@@ -108,16 +107,6 @@ def run(args: argparse.Namespace) -> int:
         print(format_time_levers(timing))
     return EXIT_OK
 
-
-def _status(words: str) -> Any:
-    """Show ``words`` on stderr while a long run goes on, when stderr is a terminal (piped or
-    redirected, nothing), and return the function that clears them."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    if isatty is None or not isatty():
-        return lambda: None
-    sys.stderr.write(words)
-    sys.stderr.flush()
-    return lambda: (sys.stderr.write("\r\x1b[K"), sys.stderr.flush())
 
 
 #: The tables that give a scenario time levers.

@@ -18,7 +18,7 @@ import math
 import sys
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, unit_suffix
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, status_line, unit_suffix
 from relsim.cli._evidence import after_title, apply_evidence, evidence_lines
 from relsim.cli._time import target_lines, warn_time_ignored
 from relsim.errors import RelsimError, invalid
@@ -117,8 +117,13 @@ def _run_resources(
             targets = dataclasses.replace(targets, success=None)
         scenario = dataclasses.replace(scenario, target=target, targets=targets)
     seed = getattr(args, "seed", None)
-    result = resources(scenario, for_, replications=getattr(args, "replications", None),
-                       seed=0 if seed is None else seed)
+    status = status_line(f"relsim solve: running the timeline at each count of {for_} tried, "
+                         "each a whole run of the workload (often 10-60 s)...")
+    try:
+        result = resources(scenario, for_, replications=getattr(args, "replications", None),
+                           seed=0 if seed is None else seed)
+    finally:
+        status()
     applied = applied or {}
     if getattr(args, "json", False):
         print_json({**result.to_dict(), **applied})
