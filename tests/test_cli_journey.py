@@ -316,3 +316,15 @@ def test_resource_planning_says_it_is_working_on_a_terminal(monkeypatch, tmp_pat
     monkeypatch.undo()
     assert main(["solve", str(path), "--for", "reviewers", "--replications", "2"]) in (0, 3)
     assert capsys.readouterr().err == ""
+
+
+def test_evaluate_keeps_the_trailing_zeros_of_its_six_figures(capsys):
+    # docs/model.md's lesson: 27.4195 attempts and a cost per success of 27.4195 / 0.975298
+    # = 28.1140, shown as 28.114 one column to the left of the points above it
+    lesson = str(ROOT / "scenarios" / "lesson_25_steps.toml")
+    assert main(["evaluate", lesson]) == 0
+    out = capsys.readouterr().out
+    assert "attempts per trial      27.4195\n" in out
+    assert "cost per success        28.1140\n" in out
+    assert main(["levers", lesson]) == 0  # and levers' title says the same as evaluate
+    assert "cost per success 28.1140\n" in capsys.readouterr().out

@@ -166,10 +166,15 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
     scenario's ``[cost] unit``)."""
     baseline = table.attrs["baseline"]
     valued = "expected_utility" in baseline
+    # a column and its change to the decimals of the baseline's 6 significant figures, so
+    # that their points line up (1.85470 over 2.06469, -0.06951 over +0.14048) instead of %g's
+    # -0.0695104 over -0.000917185; the baseline itself as evaluate shows it (28.1140)
+    cost = _decimals(baseline["cost_per_success"])
+    utility = _decimals(baseline.get("expected_utility", math.nan))
     lines = [
         f"{title}: {steps} step{'' if steps == 1 else 's'}, exact success {baseline['success']:.6f}, "
-        f"cost per success {_number(baseline['cost_per_success'])}{' ' + unit if unit else ''}"
-        + (f", expected utility {_number(baseline['expected_utility'])}" if valued else ""),
+        f"cost per success {_number(baseline['cost_per_success'], cost)}{' ' + unit if unit else ''}"
+        + (f", expected utility {_number(baseline['expected_utility'], utility)}" if valued else ""),
     ]
     if valued:
         lines.append("ranked by the change in expected utility (the [utility] table's values)")
@@ -178,11 +183,6 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
     per_success = f"{unit or 'cost'}/success"
     header = f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {per_success:>12}  {'change':>10}"
     lines.append(header + (f"  {'utility':>10}  {'change':>10}" if valued else ""))
-    # a column and its change to the decimals of the baseline's 6 significant figures, so
-    # that their points line up (1.85470 over 2.06469, -0.06951 over +0.14048) instead of %g's
-    # -0.0695104 over -0.000917185
-    cost = _decimals(baseline["cost_per_success"])
-    utility = _decimals(baseline.get("expected_utility", math.nan))
     for row in table.to_dict("records"):
         line = (
             f"{row['lever']:<{width}}  {row['success']:>9.6f}  {100 * row['delta_success']:>+8.3f}pp"
