@@ -146,7 +146,8 @@ def format_time_levers(table: Any) -> str:
         for key in attrs["quantities"]:
             low, high = row[f"delta_{key}_low"], row[f"delta_{key}_high"]
             unit = TARGET_WORDS[key][2]  # a change is in its quantity's unit (" s" for durations)
-            change = f"change {_signed(row[f'delta_{key}'])}{unit if row[f'delta_{key}'] else ''}"
+            delta = row[f"delta_{key}"]
+            change = f"change {_signed(delta)}{unit if math.isfinite(delta) and delta else ''}"
             if not (math.isnan(low) or math.isnan(high)):
                 change += f" (95% interval {_signed(low)} to {_signed(high)}{unit})"
             lines.append("  " + _quantity(key, targets, row[key], row.get(f"status_{key}")) + f"  {change}")
