@@ -328,3 +328,20 @@ def test_evaluate_keeps_the_trailing_zeros_of_its_six_figures(capsys):
     assert "cost per success        28.1140\n" in out
     assert main(["levers", lesson]) == 0  # and levers' title says the same as evaluate
     assert "cost per success 28.1140\n" in capsys.readouterr().out
+
+
+def test_levers_say_which_single_change_meets_the_files_target(tmp_path, capsys):
+    # "what must I change to hit 95%?": with a target in the file, each row says whether that
+    # change alone meets it. Halving miss 0.08 -> 0.04 is the one that does here, as
+    # `relsim solve --for verifier` agrees (the largest miss that meets 0.95 is 0.0403).
+    path = tmp_path / "mine.toml"
+    path.write_text(MINE, encoding="utf-8")
+    assert main(["levers", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].endswith("  meets 0.95")
+    rows = {line.split("  ")[0]: line.split()[-1] for line in lines[3:] if line}
+    assert rows["verifier miss halved"] == "yes"
+    assert {answer for lever, answer in rows.items() if lever != "verifier miss halved"} == {"no"}
+    assert main(["solve", str(path), "--for", "verifier"]) == 0
+    largest = float(re.search(r"largest miss +(\S+)", capsys.readouterr().out).group(1))
+    assert 0.04 <= largest < 0.08

@@ -9,7 +9,8 @@ with a ``[utility]`` table), and what the time levers do to the targets in time.
 Evaluates every single change that applies to the scenario (a point more ``p``, the
 verifier's errors halved, one more retry, ...; see :mod:`relsim.plan.sensitivity`) with the exact engine
 and prints them sorted by the gain in success (in expected utility with a ``[utility]``
-table), with the cost per success each leads to.
+table), with the cost per success each leads to and, when the file sets a ``target``, whether
+that change alone meets it.
 ``--json``: ``{"baseline": {success, cost_per_success}, "levers": [rows]}``, each row with
 ``lever``, ``set`` (dotted scenario keys to new values), ``success``, ``delta_success``,
 ``cost_per_success`` and ``delta_cost_per_success`` (infinities and NaN as ``null``); with
@@ -85,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     table = levers(scenario)
     if not args.json:  # the exact table is ready in a second: show it before the runs in time
         print(after_title(format_levers(table, scenario.name or str(args.scenario), scenario.steps,
-                                        unit=scenario.cost.unit), evidence_lines(applied)),
+                                        unit=scenario.cost.unit, target=scenario.target),
+                          evidence_lines(applied)),
               flush=True)
     timing = None
     if timed:
@@ -162,9 +164,13 @@ def _quantity(key: str, targets: Any, value: Any, status: Any) -> str:
     return f"{label:34} {shown:>14}  {verdict:9}"
 
 
-def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
+def format_levers(table: Any, title: str, steps: int, unit: str = "",
+                  target: float | None = None) -> str:
     """The readable table of :func:`relsim.plan.levers`; costs in ``unit`` when given (the
-    scenario's ``[cost] unit``)."""
+    scenario's ``[cost] unit``); with a ``target``, whether each lever alone meets it (by the
+    planners' rule, :func:`relsim.formulas.meets_target`)."""
+    from relsim.formulas import meets_target
+
     baseline = table.attrs["baseline"]
     valued = "expected_utility" in baseline
     # a column and its change to the decimals of the baseline's 6 significant figures, so
@@ -183,7 +189,8 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
     width = max([len("lever")] + [len(lever) for lever in table["lever"]])
     per_success = f"{unit or 'cost'}/success"
     header = f"{'lever':<{width}}  {'success':>9}  {'change':>10}  {per_success:>12}  {'change':>10}"
-    lines.append(header + (f"  {'utility':>10}  {'change':>10}" if valued else ""))
+    header += f"  {'utility':>10}  {'change':>10}" if valued else ""
+    lines.append(header + (f"  meets {target:g}" if target is not None else ""))
     for row in table.to_dict("records"):
         line = (
             f"{row['lever']:<{width}}  {row['success']:>9.6f}  {100 * row['delta_success']:>+8.3f}pp"
@@ -192,6 +199,10 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "") -> str:
         if valued:
             line += (f"  {_number(row['expected_utility'], utility):>10}"
                      f"  {_signed(row['delta_expected_utility'], utility):>10}")
+        if target is not None:  # the question a reader with a target asks of every row
+            success = row["success"]
+            met = success > 0 and meets_target(math.log(success), target)
+            line += f"  {'yes' if met else 'no':>{len(f'meets {target:g}')}}"
         lines.append(line)
     if len(table) == 0:
         lines.append("(no change applies to this scenario)")
