@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     timing = None
     if timed:
-        status = status_line("relsim levers: running the time levers on the timeline engine, each "
-                         "a whole run like the baseline's (often 10-60 s)...")
+        status = status_line("relsim levers: running the time levers on the timeline engine, "
+                             "each a whole run like the baseline's (often 10-60 s)...")
         try:
             timing = time_levers(scenario, replications=replications, trials=trials,
                                  seed=0 if seed is None else seed)
@@ -108,7 +108,6 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(format_time_levers(timing))
     return EXIT_OK
-
 
 
 #: The tables that give a scenario time levers.

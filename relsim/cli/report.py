@@ -19,10 +19,9 @@ timeline --require-target`` judges them: missed or undecided).
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 from typing import Any
-
-import functools
 
 from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, nonnegative_int, progress_bar, target
 from relsim.cli._evidence import add_verifier_arguments, apply_evidence, evidence_lines
