@@ -32,6 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Run as a script, Python puts docs/ first on the path, and `import relsim` would find
+# whichever relsim is installed (another checkout's, say): the outputs are this checkout's.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```console\n(.*?)^```$", re.M | re.S)
 EXIT = re.compile(r"#\s*exit status (\d+)\s*$")

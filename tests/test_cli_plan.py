@@ -222,7 +222,7 @@ def test_a_bound_with_a_task_effect_says_what_its_gap_holds(tmp_path, capsys, ef
     path.write_text(TWELVE.format(effect=effect), encoding="utf-8")
     assert main(["solve", str(path), "--for", "allocation"]) == EXIT_OK
     text = capsys.readouterr().out
-    assert "answer                         a heuristic within " in text
+    assert "answer                         a heuristic: its cost per success is at most " in text
     assert ("know the task's difficulty, which no allocation can" in text) is said
 
 

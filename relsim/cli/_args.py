@@ -208,6 +208,52 @@ def progress_bar(total: int | None, unit: str = "trial") -> Any:
     return tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, leave=False)
 
 
+# ------------------------------------------------------------------- numbers for a terminal
+#: Below this a number is shown in scientific notation after all: 1e-10 in plain digits is
+#: a row of zeros nobody counts.
+_PLAIN_BELOW = 1e-10
+
+
+def plain_number(value: float, digits: int = 6) -> str:
+    """``value`` to ``digits`` significant figures as ``%g`` shows it, but in plain digits
+    where ``%g`` would switch to scientific notation: ``0.0000384131``, not ``3.84131e-05``
+    (an interval's bound beside ``0.0236188``), ``1090730``, not ``1.09073e+06``; ``inf``,
+    ``n/a`` (NaN) and ``0`` as they are."""
+    if not math.isfinite(value):
+        return "inf" if value == math.inf else ("-inf" if value == -math.inf else "n/a")
+    if value == 0:
+        return "0"
+    text = f"{value:.{digits}g}"
+    if "e" not in text or abs(value) < _PLAIN_BELOW:
+        return text
+    exponent = math.floor(math.log10(abs(value)))
+    if exponent >= digits:  # past the significant figures: whole units
+        return f"{value:.0f}"
+    fixed = f"{value:.{digits - 1 - exponent}f}"
+    return fixed.rstrip("0").rstrip(".") if "." in fixed else fixed
+
+
+def error_number(value: float) -> str:
+    """A standard error to 3 significant figures, in plain digits (``0.000489``, ``67.0``,
+    ``577``): the digits past them are noise, and six of them would claim a precision the
+    error itself does not have."""
+    if not math.isfinite(value) or value == 0 or abs(value) < _PLAIN_BELOW:
+        return plain_number(value, 3)
+    exponent = math.floor(math.log10(abs(value)))
+    return f"{value:.{max(0, 2 - exponent)}f}"
+
+
+def status_line(words: str) -> Any:
+    """Show ``words`` on stderr while a long run with no count to show goes on, when stderr
+    is a terminal (piped or redirected, nothing), and return the function that clears them."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is None or not isatty():
+        return lambda: None
+    sys.stderr.write(words)
+    sys.stderr.flush()
+    return lambda: (sys.stderr.write("\r\x1b[K"), sys.stderr.flush())
+
+
 # ------------------------------------------------------------------- outcome summaries
 def steps_text(steps: int) -> str:
     return "1 step" if steps == 1 else f"{steps} steps"

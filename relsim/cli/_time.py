@@ -51,11 +51,10 @@ def target_lines(targets: Any) -> list[str]:
 
 
 def number(value: float | None) -> str:
-    """A figure for the terminal: 6 significant digits, ``-`` for none, ``inf``."""
-    import math
+    """A figure for the terminal: 6 significant digits in plain notation
+    (:func:`relsim.cli._args.plain_number`), ``-`` for none, ``inf``."""
+    from relsim.cli._args import plain_number
 
     if value is None:
         return "-"
-    if not math.isfinite(value):
-        return "inf" if value == math.inf else "n/a"
-    return f"{value:.6g}" if value != 0 else "0"
+    return plain_number(value)

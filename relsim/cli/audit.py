@@ -25,6 +25,8 @@ def add_parser(subparsers) -> None:
         help="a grader's miss and false-reject rates from labelled verdicts, and the pass "
         "rate it judged, corrected",
         description=(
+            "How often a grader is wrong (and, with --judged, the pass rate it judged, "
+            "corrected for its errors): "
             "miss = P(pass | wrong) and false_reject = P(fail | right) from verdicts whose "
             "truth is known, with exact (Clopper-Pearson) 95% intervals, or a cluster "
             "bootstrap over tasks when a task carries several labels; with --judged, the "

@@ -26,6 +26,7 @@ from relsim.cli._args import (
     EXIT_OK,
     outcome_rows,
     outcome_value,
+    plain_number,
     print_json,
     steps_text,
     unit_suffix,
@@ -125,6 +126,11 @@ def _points(difference: float) -> str:
 
 
 def _number(value: float) -> str:
+    """6 significant figures with their trailing zeros (28.1140 under 27.4195, not 28.114:
+    the column's points line up, and a 0 that is a figure is shown)."""
     if not math.isfinite(value):
         return "inf"
-    return f"{value:.6g}"
+    if value == 0:
+        return "0"
+    text = f"{value:#.6g}"
+    return plain_number(value) if "e" in text else text.rstrip(".")

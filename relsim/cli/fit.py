@@ -180,7 +180,8 @@ def _print(args: argparse.Namespace, fit: Any) -> None:
     extra = ""
     if fit.alpha is not None and fit.beta is not None:
         mean = fit.alpha / (fit.alpha + fit.beta)
-        extra = f"  alpha {fit.alpha:.4g}, beta {fit.beta:.4g} (mean p {mean:.4f})"
+        extra = f"  alpha {fit.alpha:.4g}, beta {fit.beta:.4g} (mean p {mean:.4f}"
+        extra += _at_bound(fit.alpha + fit.beta, mean) + ")"
     row("beta", fit.beta_weight, column["beta_weight"], extra)
     print(f"log-likelihood {fit.loglik:.4f}; identified: {', '.join(fit.identified)}")
     print(f"check (pass^k)   {'k':>3}  {'observed':>8}  {'fitted':>8}")
@@ -188,3 +189,20 @@ def _print(args: argparse.Namespace, fit: Any) -> None:
         print(f"{'':16} {entry['k']:>3}  {entry['observed']:>8.4f}  {entry['fitted']:>8.4f}")
     print(f"intervals: 95%, {len(fit.draws)} bootstrap refits over tasks (seed {fit.seed}), "
           "expanded percentile")
+
+
+def _at_bound(precision: float, mean: float) -> str:
+    """What a Beta whose precision alpha + beta lies at the fit's search bound means, for a
+    reader who sees alpha 2000, beta 3000 and wonders (empty when it lies inside)."""
+    import math
+
+    from relsim.evalstats._zoib import V_RANGE
+
+    low, high = (math.exp(v) for v in V_RANGE)
+    if precision >= high * (1 - 1e-6):
+        return (f"; its precision alpha + beta at the fit's bound {high:g}: these tasks share "
+                f"one p, {mean:.4f}, with no spread beyond the binomial")
+    if precision <= low * (1 + 1e-6):
+        return (f"; its precision alpha + beta at the fit's bound {low:g}: these tasks pass "
+                "nearly always or nearly never")
+    return ""

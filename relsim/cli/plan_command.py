@@ -18,7 +18,7 @@ import math
 import sys
 from typing import Any
 
-from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, unit_suffix
+from relsim.cli._args import EXIT_INFEASIBLE, EXIT_OK, as_flags, print_json, status_line, unit_suffix
 from relsim.cli._evidence import after_title, apply_evidence, evidence_lines
 from relsim.cli._time import target_lines, warn_time_ignored
 from relsim.errors import RelsimError, invalid
@@ -117,25 +117,35 @@ def _run_resources(
             targets = dataclasses.replace(targets, success=None)
         scenario = dataclasses.replace(scenario, target=target, targets=targets)
     seed = getattr(args, "seed", None)
-    result = resources(scenario, for_, replications=getattr(args, "replications", None),
-                       seed=0 if seed is None else seed)
+    status = status_line(f"relsim solve: running the timeline at each count of {for_} tried, "
+                         "each a whole run of the workload (often 10-60 s)...")
+    try:
+        result = resources(scenario, for_, replications=getattr(args, "replications", None),
+                           seed=0 if seed is None else seed)
+    finally:
+        status()
     applied = applied or {}
     if getattr(args, "json", False):
         print_json({**result.to_dict(), **applied})
     else:
-        print(after_title(format_resources(result, scenario.name or str(args.scenario)),
+        by_rule = getattr(args, "replications", None) is None
+        print(after_title(format_resources(result, scenario.name or str(args.scenario), by_rule),
                           evidence_lines(applied)))
     for line in result.outcome.warnings:
         print(f"relsim: warning: {line}", file=sys.stderr)
     return EXIT_OK if result.feasible else EXIT_INFEASIBLE
 
 
-def format_resources(result: Any, scenario_name: str = "") -> str:
-    """The readable form of a :class:`relsim.plan.ResourcePlan`."""
+def format_resources(result: Any, scenario_name: str = "", by_rule: bool = False) -> str:
+    """The readable form of a :class:`relsim.plan.ResourcePlan`; ``by_rule``: the timeline's
+    default rule chose each count's replications (so they differ from count to count)."""
     title = f"{scenario_name}: " if scenario_name else ""
     out = result.outcome
     runs = (f"{result.replications} replications a count" if out.replications
             else f"{out.trials} independent trials a count")
+    if by_rule and out.replications:  # 17 at the answer need not be the count below's 50
+        at = "unlimited" if result.value is None else result.value
+        runs = f"each count's replications by the default rule, {result.replications} at {at}"
     lines = [f"{title}plan for {result.for_} with the timeline ({runs}, seed {result.seed}, "
              "the same seeds for every count)"]
     if result.feasible:
@@ -202,10 +212,11 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
         if other.get("feasible"):
             lines.append(
                 f"  {'largest false_reject':<30} {_show_value(other['value'])} "
-                f"(keeping miss; success {other['success']:.6f})"
+                f"(keeping the design's miss; success {other['success']:.6f})"
             )
-        else:
-            lines.append(f"  {'largest false_reject':<30} none reaches the target")
+        else:  # the design's miss, not the one planned above: else it reads as a contradiction
+            lines.append(f"  {'largest false_reject':<30} none reaches the target at the "
+                         "design's miss")
     if result.for_ == "escalation" and not utility and "method" in details:
         lines.append(f"  {'minimises':<30} cost per success")
         lines.append(f"  {'method':<30} {details['method']}")
@@ -220,9 +231,10 @@ def format_plan(result: Any, scenario_name: str = "", design: Any = None) -> str
             lines.append(f"  {'answer':<30} optimal")
         else:
             weak = ", by monotonicity alone" if details.get("bound") else ""
+            # the gap is in the objective's own units: say which, and what it is measured from
             lines.append(
-                f"  {'answer':<30} a heuristic within {gap:.6g} of the optimum "
-                f"(lower bound {details['lower_bound']:.6f}{weak})"
+                f"  {'answer':<30} a heuristic: its {objective} is at most {gap:.6g} above the "
+                f"optimum's, which is at least {details['lower_bound']:.6f}{weak}"
             )
             correlation = getattr(design, "correlation", None)
             if not weak and correlation is not None and correlation.task_sd > 0:

@@ -26,10 +26,12 @@ from typing import Any
 
 from relsim.cli._args import (
     EXIT_OK,
+    error_number,
     nonnegative_int,
     outcome_rows,
     outcome_value,
     positive_int,
+    plain_number,
     print_json,
     progress_bar,
     steps_text,
@@ -149,7 +151,7 @@ def _summary(scenario: Any, path: str, outcome: Any) -> str:
         name = key.replace(":", "_")  # silent_by_mode:<name> is filed as silent_by_mode_<name>
         se = outcome.standard_errors.get(name, math.nan)
         low, high = outcome.intervals.get(name, (math.nan, math.nan))
-        lines.append(f"{label:20} {_number(value):>12} {_number(se):>11}   [{_number(low)}, {_number(high)}]"
+        lines.append(f"{label:20} {_number(value):>12} {error_number(se):>11}   [{_number(low)}, {_number(high)}]"
                      + (unit if "cost" in key else ""))
     lines.append("")
     lines.append(f"{'per trial':20} {'p50':>12} {'p90':>11} {'p99':>11}")
@@ -163,9 +165,7 @@ def _summary(scenario: Any, path: str, outcome: Any) -> str:
 
 
 def _number(value: float) -> str:
-    if not math.isfinite(value):
-        return "inf" if value == math.inf else "n/a"
-    return f"{value:.6g}" if value != 0 else "0"
+    return plain_number(value)
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from typing import Any
 from relsim.cli._args import (
     EXIT_INFEASIBLE,
     EXIT_OK,
+    error_number,
     nonnegative_int,
     steps_text,
     positive_int,
@@ -294,4 +295,4 @@ def _row(label: str, out: Any, key: str, value: Any = None) -> str:
     se = out.standard_errors.get(key)
     interval = out.intervals.get(key)
     shown = "" if interval is None else f"[{number(interval[0])}, {number(interval[1])}]"
-    return f"{label:26} {number(value):>11} {number(se):>11}   {shown}"
+    return f"{label:26} {number(value):>11} {'-' if se is None else error_number(se):>11}   {shown}"

@@ -228,6 +228,8 @@ def add_parser(subparsers) -> None:
         "power",
         help="tasks needed to detect a difference, or the smallest detectable one",
         description=(
+            "How many tasks a paired comparison of two versions needs to detect a gain of "
+            "--delta in success (or, with --tasks, the smallest gain that many tasks detect). "
             "tasks = the least T >= 2 at which the two-sided paired t-test (T - 1 degrees of "
             "freedom) reaches the power asked, computed exactly from the noncentral t with "
             "noncentrality |D| sqrt(T) / sigma, sigma^2 = W^2 + (P(1-P) + Q(1-Q))/K, Q = P + D. "
@@ -518,19 +520,22 @@ def run_analyze(args: argparse.Namespace) -> int:
                 f"{safe_text(row['task'])[:16]:<16} {row['trials']:>6} {row['successes']:>5} "
                 f"{row['p']:>7.3f}{cells}"
             )
+    # a rate's label (rate tool_errors/steps) widens the first column, so that its value
+    # stands under "per trial" with the metrics' values
+    width = max([16] + [len(f"rate {safe_text(name)}") for name in out["rates"]])
     if out["metrics"]:
-        print(f"\n{'metric':<16} {'per trial':>10}  {'95% CI':<22} {'per success':>11}  95% CI")
+        print(f"\n{'metric':<{width}} {'per trial':>10}  {'95% CI':<22} {'per success':>11}  95% CI")
         for name, value in out["metrics"].items():
             print(
-                f"{safe_text(name)[:16]:<16} {_number(value['mean']):>10}  "
+                f"{safe_text(name)[:16]:<{width}} {_number(value['mean']):>10}  "
                 f"{_range(value['ci']):<22} {_number(value['mean_success']):>11}  {_range(value['ci_success'])}"
             )
     for name, value in out["rates"].items():
-        print(f"rate {name:<11} {_number(value['estimate']):>10}  {_range(value['ci'])}")
+        print(f"{'rate ' + safe_text(name):<{width}} {_number(value['estimate']):>10}  {_range(value['ci'])}")
     if "cost_per_success" in out:
         cost = out["cost_per_success"]
-        if cost["estimate"] is not None:
-            shown = f"{cost['estimate']:.6g}  95% CI {_range(cost['ci'])}"
+        if cost["estimate"] is not None:  # to 4 figures, as its interval and `compare` show it
+            shown = f"{_number(cost['estimate'])}  95% CI {_range(cost['ci'])}"
         elif cost["ci"][0] is not None:
             shown = f"infinite (no success; 95% CI from {_number(cost['ci'][0])})"
         else:
@@ -583,7 +588,8 @@ def run_analyze(args: argparse.Namespace) -> int:
         if plan["feasible"]:
             outcome = (
                 f"{plan['retries']} retr{'y' if plan['retries'] == 1 else 'ies'} per step "
-                f"(perfect verifier) reach {plan['success']:.6f} >= {plan['target']:g}"
+                f"(perfect verifier) reach{'es' if plan['retries'] == 1 else ''} {plan['success']:.6f} "
+                f">= {plan['target']:g}"
             )
         else:
             outcome = f"no retry budget reaches {plan['target']:g}"
@@ -761,7 +767,8 @@ def run_power(args: argparse.Namespace) -> int:
     else:
         print(
             f"minimum detectable gain with {args.tasks} tasks: {mde:.4g} "
-            f"({args.baseline:g} -> {args.baseline + mde:.6g}) with power {args.power:g} at "
+            # the rate reached to the gain's own precision: 0.6 -> 0.7524, not 0.752364
+            f"({args.baseline:g} -> {args.baseline + float(f'{mde:.4g}'):.6g}) with power {args.power:g} at "
             f"alpha {args.alpha:g}, {args.trials_per_task} trial(s) per task (paired t-test)"
         )
     return EXIT_OK if mde is not None else EXIT_INFEASIBLE

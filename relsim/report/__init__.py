@@ -110,7 +110,8 @@ def render(
         command=command or "relsim.report.render",
         footer=FOOTER,
     )
-    return Report(html=html, sections=shown, figures=figures, meets_target=ctx.meets_target)
+    return Report(html=html, sections=shown, figures=figures, meets_target=ctx.meets_target,
+                  time_targets=ctx.time_targets)
 
 
 def write(report: Report, path: str | Path) -> Path:
@@ -144,4 +145,7 @@ def _lead(ctx: Context) -> str:
     words = f"{s.steps} steps; exact success {ctx.exact.success:.4f}"
     if ctx.target is not None:
         words += f" against a target of {ctx.target:g} ({'met' if ctx.meets_target else 'not met'})"
-    return words + f"; cost per success {ctx.exact.cost_per_success:.4g}."
+    words += f"; cost per success {ctx.exact.cost_per_success:.4g}"
+    if ctx.time_targets:  # the headline of a design with an SLA: its verdicts lead too
+        words += "; in time: " + ", ".join(f"{key} {status}" for key, status in ctx.time_targets.items())
+    return words + "."

@@ -52,12 +52,16 @@ class Report:
     meets_target : bool or None
         Whether the design's exact success reaches the target; None without a target (and
         for a report of trial data).
+    time_targets : dict or None
+        The scenario's targets in time (``[targets]``), by key, each ``"met"``, ``"missed"``
+        or ``"undecided"`` as the report's run in time judged it; None when it judged none.
     """
 
     html: str = field(repr=False)  # the whole page (100 KB and more): shown by _repr_html_
     sections: tuple[Section, ...]
     figures: tuple[str, ...]
     meets_target: bool | None
+    time_targets: dict[str, str] | None = None
 
     def _repr_html_(self) -> str:
         """The page in a notebook: inside an iframe, so its stylesheet and script stay its own."""
@@ -65,11 +69,12 @@ class Report:
                 'style="width: 100%; height: 640px; border: 1px solid #ddd"></iframe>')
 
     def to_dict(self) -> dict[str, Any]:
-        """The report's summary (not the page): sections, figures, meets_target."""
+        """The report's summary (not the page): sections, figures, meets_target, time_targets."""
         return {
             "sections": [s.id for s in self.sections],
             "figures": list(self.figures),
             "meets_target": self.meets_target,
+            "time_targets": None if self.time_targets is None else dict(self.time_targets),
         }
 
     def to_frame(self) -> "pd.DataFrame":
@@ -178,6 +183,31 @@ def number(value: Any, digits: int = 6) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return f"{value:.{digits}g}"
+
+
+def scenario_value(value: Any) -> str:
+    """A scenario value as the file would write it: a list with repeats run-length coded (30
+    steps of ``p`` read ``[0.97 \u00d711, 0.8, 0.97 \u00d711, 0.75, 0.97 \u00d76]``), a table
+    inline (``{ median = 90, p95 = 450 }``, not Python's ``{'median': 90.0, ...}``)."""
+    if isinstance(value, (list, tuple)):
+        runs: list[list[Any]] = []
+        for item in value:
+            if runs and runs[-1][0] == item:
+                runs[-1][1] += 1
+            else:
+                runs.append([item, 1])
+        parts = [scenario_value(item) + (f" \u00d7{count}" if count > 1 else "")
+                 for item, count in runs]
+        return "[" + ", ".join(parts) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {scenario_value(item)}" for key, item in value.items()) + " }"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    if value is None:
+        return "none"
+    return str(value)
 
 
 def interval(bounds: Sequence[Any], digits: int = 6) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from relsim.scenario import trial_model
 from relsim.report import explorer
 from relsim.report._html import Section, esc, interval, new_figure, number, svg, table
+from relsim.report._html import scenario_value as _show
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -39,6 +40,9 @@ class Context:
     target: float | None
     trials: int
     seed: int
+    #: The targets in time, by key, each "met", "missed" or "undecided" (:func:`in_time` fills
+    #: it from its run); None when no run in time judged any.
+    time_targets: dict[str, str] | None = None
 
     @cached_property
     def exact(self) -> "Outcome":
@@ -219,6 +223,12 @@ def target(ctx: Context) -> Section:
             "<p>No target is set: give one, or set <code>target</code> in the scenario file, "
             "to see what meets one.</p>"
         )
+        if ctx.scenario.targets is not None:  # the file's targets in time are judged in time
+            note = (
+                "<p>No success target is set: give one, or set <code>target</code> in the "
+                "scenario file, to see what meets one. The file's <code>[targets]</code> in "
+                'time are judged in the section <a href="#time">In time</a>.</p>'
+            )
         return Section("target", "The target", note)
     from relsim import formulas
 
@@ -259,7 +269,7 @@ def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
     words, key = PLANNED[quantity]
     if isinstance(plan, dict):  # the false_reject answer of the verifier plan
         value, success, feasible = plan["value"], plan["success"], plan["feasible"]
-        cost, reason, ceiling = None, plan.get("reason"), plan.get("ceiling")
+        cost, reason, ceiling = _cost_at(ctx, key, value), plan.get("reason"), plan.get("ceiling")
     else:
         value, success, feasible = plan.value, plan.success, plan.feasible
         cost, reason, ceiling = plan.cost_per_success, plan.reason, plan.ceiling
@@ -275,6 +285,36 @@ def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
     return (words, "none", success, cost, "no", why)
 
 
+def _decimals(baseline: float) -> int | None:
+    """Decimals that show ``baseline`` to 6 significant figures (None: not finite or 0)."""
+    if not math.isfinite(baseline) or baseline == 0:
+        return None
+    return max(0, 5 - math.floor(math.log10(abs(baseline))))
+
+
+def _fixed(value: float, decimals: int | None, signed: bool = False) -> Any:
+    """``value`` to ``decimals`` (signed: with its sign, and 0 for no change), or the number
+    itself for :func:`number` to show when there is no baseline to scale by or it is not
+    finite."""
+    if decimals is None or not math.isfinite(value):
+        return value
+    if signed and value == 0:
+        return "0"
+    return f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
+
+
+def _cost_at(ctx: Context, key: str, value: Any) -> float | None:
+    """The cost per success at ``key = value`` from the curve of ``key`` (which holds the
+    planner's answers), for an answer that does not carry its own; None off the curve."""
+    curve = ctx.curves.get(key)
+    if curve is None or value is None:
+        return None
+    for point, outcome in zip(curve.values, curve.outcomes):
+        if point == value:
+            return outcome.cost_per_success
+    return None
+
+
 def levers(ctx: Context) -> Section | None:
     """The levers table and its tornado chart."""
     frame = ctx.levers
@@ -286,15 +326,21 @@ def levers(ctx: Context) -> Section | None:
     plot.levers(frame, ax=figure.add_subplot())
     valued = "expected_utility" in frame.columns
     utility = ("expected_utility", "delta_expected_utility") if valued else ()
+    # the changes as `relsim levers` prints them: signed, the success in points to 3 decimals,
+    # a cost or utility to the decimals of the baseline's 6 figures
+    baseline = frame.attrs.get("baseline", {})
+    cost = _decimals(baseline.get("cost_per_success", math.nan))
+    worth = _decimals(baseline.get("expected_utility", math.nan))
     rows = [
         (
             row["lever"],
             ", ".join(f"{key} = {_show(value)}" for key, value in row["set"].items()),
-            row["success"],
-            100 * row["delta_success"],
-            row["cost_per_success"],
-            row["delta_cost_per_success"],
-            *(row[key] for key in utility),
+            row["success"],  # 6 figures, as every success on the page (the curves' tables)
+            f"{100 * row['delta_success']:+.3f}",
+            _fixed(row["cost_per_success"], cost),
+            _fixed(row["delta_cost_per_success"], cost, signed=True),
+            *((_fixed(row["expected_utility"], worth),
+               _fixed(row["delta_expected_utility"], worth, signed=True)) if valued else ()),
         )
         for row in frame.to_dict("records")
     ]
@@ -533,6 +579,7 @@ def in_time(ctx: Context) -> Section | None:
     body = [f"<p>{esc(_how_run(run))}</p>"]
     body += [f'<p class="verdict bad">Warning: {esc(line)}</p>' for line in run.warnings]
     if run.targets:
+        ctx.time_targets = {key: verdict["status"] for key, verdict in run.targets.items()}
         body.append(_targets_html(run))
     body.append(table(("quantity", "value", "standard error", "95% interval"), _figure_rows(run),
                       numeric=(False, True, True, True)))
@@ -624,7 +671,7 @@ def _time_levers_html(levers: Any) -> str:
     header = ["lever", "sets", *(f"{q}: change (95% interval)" for q in quantities)]
     rows = []
     for row in levers.to_dict("records"):
-        cells: list[Any] = [row["lever"], ", ".join(f"{k} = {v}" for k, v in row["set"].items())]
+        cells: list[Any] = [row["lever"], ", ".join(f"{k} = {_show(v)}" for k, v in row["set"].items())]
         for q in quantities:
             change = f"{number(row[f'delta_{q}'], 4)} {interval((row[f'delta_{q}_low'], row[f'delta_{q}_high']), 4)}"
             status = row.get(f"status_{q}")
@@ -662,27 +709,6 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             rows.append((name, value))
     return rows
-
-
-def _show(value: Any) -> str:
-    """A scenario value for a table; a list with repeats is run-length coded, so 30 steps
-    of ``p`` read ``[0.97 x11, 0.8, 0.97 x11, 0.75, 0.97 x6]``."""
-    if isinstance(value, (list, tuple)):
-        runs: list[list[Any]] = []
-        for item in value:
-            if runs and runs[-1][0] == item:
-                runs[-1][1] += 1
-            else:
-                runs.append([item, 1])
-        parts = [_show(item) + (f" \u00d7{count}" if count > 1 else "") for item, count in runs]
-        return "[" + ", ".join(parts) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:.12g}"
-    if value is None:
-        return "none"
-    return str(value)
 
 
 def _percent(share: float | None) -> str:
