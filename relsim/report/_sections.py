@@ -325,7 +325,6 @@ def levers(ctx: Context) -> Section | None:
     figure = new_figure(7.5, 1.2 + 0.36 * len(frame))
     plot.levers(frame, ax=figure.add_subplot())
     valued = "expected_utility" in frame.columns
-    utility = ("expected_utility", "delta_expected_utility") if valued else ()
     # the changes as `relsim levers` prints them: signed, the success in points to 3 decimals,
     # a cost or utility to the decimals of the baseline's 6 figures
     baseline = frame.attrs.get("baseline", {})
