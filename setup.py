@@ -47,6 +47,9 @@ def _extensions() -> list:
         compiler.target_cpu = aot.target_cpu(platform.machine())
         compiler.verbose = False
         compiler.export("forward_pass", aot.SIGNATURE)(source.forward_pass.py_func)
+        # the source's digest, so that the engine never takes a build of another source
+        digest = aot.source_digest(os.path.join(HERE, "relsim", "exact", "_compiled.py"))
+        compiler.export("source_digest", "i8()")(lambda: digest)
         return [compiler.distutils_extension()]
     except Exception as error:  # no numba.pycc in this numba: build without the extension
         _say(f"the exact engine's ahead-of-time pass is left out ({error!r})")

@@ -190,6 +190,20 @@ def test_the_ahead_of_time_pass_is_always_chosen_and_never_loads_numba(monkeypat
     assert abs(cost - jit.expected_cost) <= 1e-12 * jit.expected_cost
 
 
+def test_a_build_of_another_source_is_not_taken(monkeypatch, tmp_path):
+    """An editable install whose _compiled.py changed after its build: the stale module would
+    give the old pass's numbers, so the engine does not take it (the module records the
+    digest of the source it was compiled from)."""
+    source = pathlib.Path(_aot.COMPILED_SOURCE)
+    assert source == pathlib.Path(_chain.__file__).with_name("_compiled.py")
+    edited = tmp_path / "_compiled.py"
+    edited.write_bytes(source.read_bytes() + b"\n# edited\n")
+    monkeypatch.setattr(_aot, "COMPILED_SOURCE", str(edited))
+    assert _aot.forward_pass.__wrapped__() is None
+    monkeypatch.setattr(_aot, "COMPILED_SOURCE", str(source))
+    assert _aot.forward_pass.__wrapped__() is not None
+
+
 def test_the_ahead_of_time_build_targets_a_cpu_level_and_checks_the_cpu(tmp_path):
     assert _aot.target_cpu("x86_64") == "x86-64-v3" == _aot.target_cpu("AMD64")
     assert _aot.target_cpu("aarch64") == ""  # the architecture's baseline

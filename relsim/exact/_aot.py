@@ -13,7 +13,9 @@ an environment may move to another machine): on x86-64 the x86-64-v3 level (AVX2
 every x86-64 server CPU since about 2015), which this module checks the running CPU for
 (:func:`can_run`); on any other architecture its baseline. The build is optional: without a C
 compiler, or with a numba that no longer has ``numba.pycc``, relsim installs without the
-module and the engine runs as before (numpy, or numba's JIT where it pays).
+module and the engine runs as before (numpy, or numba's JIT where it pays). The module also
+records the digest of the ``_compiled.py`` it was built from, and is not taken once that file
+changes (an editable install edited since its build).
 
 This file imports nothing outside the standard library: ``setup.py`` reads it before relsim
 or its dependencies are importable.
@@ -22,7 +24,9 @@ or its dependencies are importable.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
+import os
 import platform
 from typing import Callable
 
@@ -43,6 +47,17 @@ SIGNATURE = (
 X86_LEVEL = "x86-64-v3"
 X86_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
 _X86 = frozenset({"x86_64", "amd64"})
+
+
+#: The source the module is compiled from: the module records its digest, and the engine takes
+#: the module only while this file is unchanged (`forward_pass`).
+COMPILED_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_compiled.py")
+
+
+def source_digest(path: str) -> int:
+    """The first 60 bits of the SHA-256 of the file at ``path`` (an int64)."""
+    with open(path, "rb") as source:
+        return int(hashlib.sha256(source.read()).hexdigest()[:15], 16)
 
 
 def target_cpu(machine: str) -> str:
@@ -74,12 +89,16 @@ def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str] | None:
 
 @functools.cache
 def forward_pass() -> Callable[..., None] | None:
-    """The ahead-of-time build of ``_compiled.forward_pass``, or None when it was not built
-    or cannot run on this CPU (then the engine keeps to numpy and numba's JIT)."""
+    """The ahead-of-time build of ``_compiled.forward_pass``, or None when it was not built,
+    cannot run on this CPU, or was built from another ``_compiled.py`` (an editable install
+    edited since: a stale build would give the old pass's numbers); then the engine keeps to
+    numpy and numba's JIT."""
     if not can_run(platform.machine(), cpu_flags()):
         return None
     try:
         module = importlib.import_module(f"relsim.exact.{NAME}")
     except ImportError:
+        return None
+    if module.source_digest() != source_digest(COMPILED_SOURCE):
         return None
     return module.forward_pass
