@@ -169,14 +169,15 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "",
     scenario's ``[cost] unit``); with a ``target``, whether each lever alone meets it (by the
     planners' rule, :func:`relsim.formulas.meets_target`)."""
     from relsim.formulas import meets_target
+    from relsim.report._html import decimals_for
 
     baseline = table.attrs["baseline"]
     valued = "expected_utility" in baseline
     # a column and its change to the decimals of the baseline's 6 significant figures, so
     # that their points line up (1.85470 over 2.06469, -0.06951 over +0.14048) instead of %g's
     # -0.0695104 over -0.000917185; the baseline itself as evaluate shows it (28.1140)
-    cost = _decimals(baseline["cost_per_success"])
-    utility = _decimals(baseline.get("expected_utility", math.nan))
+    cost = decimals_for(baseline["cost_per_success"])
+    utility = decimals_for(baseline.get("expected_utility", math.nan))
     lines = [
         f"{title}: {steps} step{'' if steps == 1 else 's'}, exact success {baseline['success']:.6f}, "
         f"cost per success {_number(baseline['cost_per_success'], cost)}{' ' + unit if unit else ''}"
@@ -206,14 +207,6 @@ def format_levers(table: Any, title: str, steps: int, unit: str = "",
     if len(table) == 0:
         lines.append("(no change applies to this scenario)")
     return "\n".join(lines)
-
-
-def _decimals(baseline: float) -> int | None:
-    """Decimals that show ``baseline`` to 6 significant figures (None: no finite, nonzero
-    baseline to scale by, so each number gets its own 6 figures)."""
-    if not math.isfinite(baseline) or baseline == 0:
-        return None
-    return max(0, 5 - math.floor(math.log10(abs(baseline))))
 
 
 def _number(value: float, decimals: int | None = None) -> str:

@@ -169,6 +169,16 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def decimals_for(baseline: float) -> int | None:
+    """Decimals that show ``baseline`` to 6 significant figures, for a column and its changes
+    in the baseline's units to line up on the point (None: no finite, nonzero baseline to scale
+    by, so each number gets its own 6 figures). `relsim levers` and the report's levers table
+    share it."""
+    if not math.isfinite(baseline) or baseline == 0:
+        return None
+    return max(0, 5 - math.floor(math.log10(abs(baseline))))
+
+
 def number(value: Any, digits: int = 6) -> str:
     """A number for a table: ``digits`` significant figures, ``inf`` / ``-`` when not finite."""
     if value is None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from relsim.scenario import trial_model
 from relsim.report import explorer
-from relsim.report._html import Section, esc, interval, new_figure, number, svg, table
+from relsim.report._html import Section, decimals_for, esc, interval, new_figure, number, svg, table
 from relsim.report._html import scenario_value as _show
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -285,13 +285,6 @@ def _plan_row(ctx: Context, quantity: str, plan: Any) -> tuple[Any, ...]:
     return (words, "none", success, cost, "no", why)
 
 
-def _decimals(baseline: float) -> int | None:
-    """Decimals that show ``baseline`` to 6 significant figures (None: not finite or 0)."""
-    if not math.isfinite(baseline) or baseline == 0:
-        return None
-    return max(0, 5 - math.floor(math.log10(abs(baseline))))
-
-
 def _fixed(value: float, decimals: int | None, signed: bool = False) -> Any:
     """``value`` to ``decimals`` (signed: with its sign, and 0 for no change), or the number
     itself for :func:`number` to show when there is no baseline to scale by or it is not
@@ -328,8 +321,8 @@ def levers(ctx: Context) -> Section | None:
     # the changes as `relsim levers` prints them: signed, the success in points to 3 decimals,
     # a cost or utility to the decimals of the baseline's 6 figures
     baseline = frame.attrs.get("baseline", {})
-    cost = _decimals(baseline.get("cost_per_success", math.nan))
-    worth = _decimals(baseline.get("expected_utility", math.nan))
+    cost = decimals_for(baseline.get("cost_per_success", math.nan))
+    worth = decimals_for(baseline.get("expected_utility", math.nan))
     rows = [
         (
             row["lever"],
